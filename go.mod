@@ -1,0 +1,3 @@
+module github.com/netclass-dev/netclass
+
+go 1.26.8
