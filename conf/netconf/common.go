@@ -1,0 +1,157 @@
+// Package netconf parses and validates the configuration of every netclass
+// CNI plugin: pure functions from stdin bytes to typed, defaulted configs, and
+// CNI errors that name the field at fault.
+package netconf
+
+import (
+	"encoding/json"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netclass-dev/netclass/conf/field"
+	"github.com/netclass-dev/netclass/conf/qos"
+)
+
+// Plugin types (binary names).
+const (
+	TypeBridge = "netclass-bridge"
+	TypeVLAN   = "netclass-vlan"
+	TypeVXLAN  = "netclass-vxlan"
+	TypeSRIOV  = "netclass-sriov"
+	TypeQoS    = "netclass-qos"
+)
+
+// DefaultDataDir holds netclass's per-attachment records and locks.
+const DefaultDataDir = "/var/lib/cni/netclass"
+
+// Common holds what every netclass plugin accepts.
+type Common struct {
+	CNIVersion   string          `json:"cniVersion"`
+	Name         string          `json:"name"`
+	Type         string          `json:"type"`
+	Capabilities map[string]bool `json:"capabilities,omitempty"`
+	IPAM         IPAM            `json:"ipam"`
+	DNS          types.DNS       `json:"dns"`
+	QoS          *qos.Spec       `json:"qos,omitempty"`
+	// DataDir is where attachment records live (default DefaultDataDir).
+	DataDir       string         `json:"dataDir,omitempty"`
+	RuntimeConfig RuntimeConfig  `json:"runtimeConfig"`
+	Args          *Args          `json:"args,omitempty"`
+	RawPrevResult map[string]any `json:"prevResult,omitempty"`
+	// ValidAttachments is set on GC only.
+	ValidAttachments []types.GCAttachment `json:"cni.dev/valid-attachments,omitempty"`
+
+	// Raw is the configuration as received, passed on to IPAM delegates.
+	Raw []byte `json:"-"`
+	// EffectiveQoS is QoS with runtimeConfig.bandwidth and runtimeConfig.qos
+	// merged over it; nil when the attachment has no QoS.
+	EffectiveQoS *qos.Spec `json:"-"`
+}
+
+// IPAM names the delegated IPAM plugin; the rest of its block is passed on untouched.
+type IPAM struct {
+	Type string `json:"type,omitempty"`
+	// present records that an "ipam" object was in the configuration.
+	present bool
+}
+
+// UnmarshalJSON records the block's presence and reads its type.
+func (i *IPAM) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*i = IPAM{Type: v.Type, present: string(b) != "null"}
+	return nil
+}
+
+// IsEmpty reports whether no IPAM plugin is configured.
+func (i IPAM) IsEmpty() bool { return i.Type == "" }
+
+// RuntimeConfig is what runtimes pass for the capabilities a plugin declares.
+type RuntimeConfig struct {
+	Bandwidth *qos.RuntimeBandwidth `json:"bandwidth,omitempty"`
+	QoS       *qos.Spec             `json:"qos,omitempty"`
+	Mac       string                `json:"mac,omitempty"`
+	IPs       []string              `json:"ips,omitempty"`
+	DeviceID  string                `json:"deviceID,omitempty"`
+}
+
+// Args is the `args` convention of CNI (args.cni.*).
+type Args struct {
+	CNI *CNIArgs `json:"cni,omitempty"`
+}
+
+// CNIArgs are the standard `args.cni` keys.
+type CNIArgs struct {
+	Mac string   `json:"mac,omitempty"`
+	IPs []string `json:"ips,omitempty"`
+}
+
+func (c *Common) validate() field.Errors {
+	var errs field.Errors
+	if c.Name == "" {
+		errs.Add("name", "is required")
+	}
+	if c.QoS != nil {
+		errs.Append(c.QoS.Validate("qos"))
+	}
+	if c.RuntimeConfig.QoS != nil {
+		errs.Append(c.RuntimeConfig.QoS.Validate("runtimeConfig.qos"))
+	}
+	if bw := c.RuntimeConfig.Bandwidth; bw != nil {
+		s := qos.Spec{IngressRate: bw.IngressRate, IngressBurst: bw.IngressBurst, EgressRate: bw.EgressRate, EgressBurst: bw.EgressBurst}
+		errs.Append(s.Validate("runtimeConfig.bandwidth"))
+	}
+	if c.IPAM.Type == "" && c.IPAM.present {
+		errs.Add("ipam.type", "is required when ipam is set")
+	}
+	if c.RuntimeConfig.Mac != "" {
+		errs.Append(validateMAC("runtimeConfig.mac", c.RuntimeConfig.Mac))
+	}
+	if c.Args != nil && c.Args.CNI != nil && c.Args.CNI.Mac != "" {
+		errs.Append(validateMAC("args.cni.mac", c.Args.CNI.Mac))
+	}
+	return errs
+}
+
+// finish computes derived fields once validation passed.
+func (c *Common) finish() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	eff := qos.Merge(qos.WithBandwidth(c.QoS, c.RuntimeConfig.Bandwidth), c.RuntimeConfig.QoS)
+	if !eff.IsZero() {
+		c.EffectiveQoS = eff
+	}
+}
+
+// MAC returns the MAC the runtime or configuration asks for, most specific
+// first: args.cni.mac, runtimeConfig.mac, CNI_ARGS MAC=, then static.
+func (c *Common) MAC(cniArgsMAC, static string) string {
+	switch {
+	case c.Args != nil && c.Args.CNI != nil && c.Args.CNI.Mac != "":
+		return c.Args.CNI.Mac
+	case c.RuntimeConfig.Mac != "":
+		return c.RuntimeConfig.Mac
+	case cniArgsMAC != "":
+		return cniArgsMAC
+	}
+	return static
+}
+
+func validateMAC(p field.Path, s string) error {
+	hw, err := net.ParseMAC(s)
+	switch {
+	case err != nil:
+		return field.Invalid(p, "not a MAC address: %q", s)
+	case len(hw) != 6:
+		return field.Invalid(p, "must be a 6-byte Ethernet MAC address, got %q", s)
+	case hw[0]&1 == 1:
+		return field.Invalid(p, "must be a unicast MAC address, got %q", s)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package netconf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netclass-dev/netclass/conf/qos"
+)
+
+// decode unmarshals a configuration into v. Undecodable JSON is CNI error 6;
+// a value of the wrong type is error 7 naming the field. netclass's own
+// blocks (qos) are decoded strictly, so a misspelt key is an error rather
+// than a silently ignored limit.
+func decode(data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return decodeError(err)
+	}
+	return strictQoS(data)
+}
+
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return types.NewError(types.ErrDecodingFailure, fmt.Sprintf("decode configuration: expected a JSON object, got %s", te.Value), "")
+		}
+		return types.NewError(types.ErrInvalidNetworkConfig,
+			fmt.Sprintf("%s: cannot use JSON %s as %s", te.Field, te.Value, te.Type), "")
+	}
+	return types.NewError(types.ErrDecodingFailure, fmt.Sprintf("decode configuration: %v", err), "")
+}
+
+// strictQoS rejects unknown keys inside "qos" and "runtimeConfig.qos".
+func strictQoS(data []byte) error {
+	var top struct {
+		QoS           json.RawMessage `json:"qos"`
+		RuntimeConfig struct {
+			QoS json.RawMessage `json:"qos"`
+		} `json:"runtimeConfig"`
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		return decodeError(err)
+	}
+	for path, raw := range map[string]json.RawMessage{"qos": top.QoS, "runtimeConfig.qos": top.RuntimeConfig.QoS} {
+		if len(raw) == 0 {
+			continue
+		}
+		if err := StrictQoS(raw); err != nil {
+			return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("%s: %v", path, err), "")
+		}
+	}
+	return nil
+}
+
+// StrictQoS decodes a qos block refusing unknown keys.
+func StrictQoS(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s qos.Spec
+	if err := dec.Decode(&s); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// invalid turns collected validation problems into CNI error 7 with every
+// problem in the message.
+func invalid(kind string, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return types.NewError(types.ErrInvalidNetworkConfig,
+		fmt.Sprintf("invalid %s configuration: %s", kind, strings.Join(msgs, "; ")), "")
+}

@@ -1,0 +1,122 @@
+package netconf
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// cniError asserts err is a CNI error with the given code whose message
+// contains every want substring.
+func cniError(t *testing.T, err error, code uint, want ...string) {
+	t.Helper()
+	var e *types.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a CNI error", err, err)
+	}
+	if e.Code != code {
+		t.Errorf("code = %d, want %d (%s)", e.Code, code, e.Msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Msg, w) {
+			t.Errorf("message %q does not contain %q", e.Msg, w)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		conf string
+		code uint
+		want []string
+	}{
+		{"not json", `{"name":`, types.ErrDecodingFailure, []string{"decode configuration"}},
+		{"not an object", `[1,2]`, types.ErrDecodingFailure, []string{"expected a JSON object"}},
+		{"no type", `{"name":"n"}`, types.ErrInvalidNetworkConfig, []string{"type: is required"}},
+		{"foreign type", `{"name":"n","type":"bridge"}`, types.ErrInvalidNetworkConfig, []string{`"bridge" is not a netclass plugin`}},
+		{"wrong field type", `{"name":"n","type":"netclass-bridge","mtu":"big"}`, types.ErrInvalidNetworkConfig, []string{"mtu: cannot use JSON string as int"}},
+		{"nested wrong type", `{"name":"n","type":"netclass-bridge","qos":{"egress":[{"dscp":"ef"}]}}`, types.ErrInvalidNetworkConfig, []string{"qos.egress.dscp: cannot use JSON string"}},
+		{"misspelt qos key", `{"name":"n","type":"netclass-bridge","qos":{"ingresRate":5}}`, types.ErrInvalidNetworkConfig, []string{`qos: unknown field "ingresRate"`}},
+		{"misspelt runtime qos key", `{"name":"n","type":"netclass-qos","runtimeConfig":{"qos":{"dscpp":5}}}`, types.ErrInvalidNetworkConfig, []string{`runtimeConfig.qos: unknown field "dscpp"`}},
+		{"bridge: all problems at once", `{"type":"netclass-bridge","bridge":"this-name-is-too-long","mtu":9,"mac":"01:00:5e:00:00:01","ipMasq":true,"qos":{"dscp":77},"ipam":{}}`,
+			types.ErrInvalidNetworkConfig, []string{"name: is required", "bridge: \"this-name-is-too-long\" is longer than 15", "mtu: must be between 68 and 65535, got 9", "mac: must be a unicast MAC", "ipMasq: needs ipam", "qos.dscp: must be between 0 and 63", "ipam.type: is required"}},
+		{"vxlan: everything wrong", `{"name":"n","type":"netclass-vxlan","vni":16777216,"group":"10.0.0.1","remotes":["224.0.0.1","fd00::1","bad"],"port":70000}`,
+			types.ErrInvalidNetworkConfig, []string{"vni: must be between 1 and 16777215", "master: master (the underlay device) or local", `group: must be a multicast IP address, got "10.0.0.1"`, "remotes: cannot be combined with group", `remotes[0]: must be a unicast`, `remotes[2]: must be a unicast`, "port: must be between 1 and 65535", "remotes[1]: fd00::1 is not of the same IP family"}},
+		{"vlan", `{"name":"n","type":"netclass-vlan","vlanId":4095}`, types.ErrInvalidNetworkConfig, []string{"master: is required", "vlanId: must be between 1 and 4094, got 4095"}},
+		{"sriov", `{"name":"n","type":"netclass-sriov","deviceID":"03:00.1","vlan":5000,"vlanQoS":9,"vlanProto":"qinq","spoofchk":"yes","trust":"1","linkState":"up","minTxRate":10,"maxTxRate":5}`,
+			types.ErrInvalidNetworkConfig, []string{"deviceID: must be a PCI address", "vlan: must be between 0 and 4094", "vlanQoS: must be between 0 and 7", "vlanProto: must be 802.1q or 802.1ad", `spoofchk: must be "on" or "off"`, `trust: must be "on" or "off"`, "linkState: must be auto, enable or disable", "minTxRate: must not exceed maxTxRate"}},
+		{"sriov needs a device", `{"name":"n","type":"netclass-sriov"}`, types.ErrInvalidNetworkConfig, []string{"deviceID: deviceID (a VF's PCI address"}},
+		{"qos chain with ipam", `{"name":"n","type":"netclass-qos","ipam":{"type":"host-local"}}`, types.ErrInvalidNetworkConfig, []string{"ipam: netclass-qos does not allocate"}},
+		{"runtime bandwidth", `{"name":"n","type":"netclass-qos","runtimeConfig":{"bandwidth":{"ingressRate":1000}}}`, types.ErrInvalidNetworkConfig, []string{"runtimeConfig.bandwidth.ingressBurst: is required"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.conf))
+			if err == nil {
+				t.Fatal("Parse() succeeded, want an error")
+			}
+			cniError(t, err, tc.code, tc.want...)
+		})
+	}
+}
+
+func TestParseBridgeDefaults(t *testing.T) {
+	c, err := ParseBridge([]byte(`{"cniVersion":"1.1.0","name":"blue","type":"netclass-bridge","isDefaultGateway":true,
+		"ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]},
+		"qos":{"dscp":10,"egressRate":1000,"egressBurst":100},
+		"runtimeConfig":{"bandwidth":{"ingressRate":8000,"ingressBurst":800},"qos":{"dscp":12},"mac":"02:00:00:00:00:01"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BrName != DefaultBridge || !c.IsGateway || c.DataDir != DefaultDataDir || c.IPAM.Type != "host-local" {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	q := c.EffectiveQoS
+	if q == nil || *q.DSCP != 12 || q.EgressRate != 1000 || q.IngressRate != 8000 {
+		t.Errorf("effective qos = %+v: want runtime dscp 12 over static 10, static egress, runtime ingress", q)
+	}
+	if got := c.MAC("", c.Mac); got != "02:00:00:00:00:01" {
+		t.Errorf("MAC() = %q, want the runtimeConfig one", got)
+	}
+	if len(c.Raw) == 0 {
+		t.Error("Raw must keep the configuration for IPAM delegates")
+	}
+}
+
+func TestParseVXLANDefaults(t *testing.T) {
+	c, err := ParseVXLAN([]byte(`{"name":"v","type":"netclass-vxlan","vni":100,"local":"192.168.0.1","remotes":["192.168.0.2"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != DefaultVXLANPort || c.Learning == nil || !*c.Learning || c.BridgeName() != "ncbr100" || c.DeviceName() != "ncvx100" {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	if c.IPv6Underlay() || len(c.RemoteIPs) != 1 || !c.LocalIP.IsValid() {
+		t.Errorf("addresses not parsed: %+v", c)
+	}
+	if c.EffectiveQoS != nil {
+		t.Errorf("no qos was configured, got %+v", c.EffectiveQoS)
+	}
+}
+
+func TestRenderParameters(t *testing.T) {
+	out, err := RenderParameters("blue-network", "1.1.0", []byte(`{"type":"netclass-bridge","bridge":"blue0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseBridge(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "blue-network" || c.CNIVersion != "1.1.0" || c.BrName != "blue0" {
+		t.Errorf("rendered %s", out)
+	}
+	for _, bad := range []string{`{"type":"netclass-qos"}`, `null`, `{"type":"bridge"}`, `{"type":"netclass-vlan","vlanId":0,"master":"eth0"}`} {
+		if _, err := RenderParameters("n", "1.1.0", []byte(bad)); err == nil {
+			t.Errorf("RenderParameters(%s) succeeded, want an error", bad)
+		}
+	}
+}

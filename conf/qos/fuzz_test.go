@@ -1,0 +1,44 @@
+package qos
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzCompile checks that any spec that validates compiles without panicking
+// into sorted, disjoint destination ranges and a precedence-ordered rule list.
+func FuzzCompile(f *testing.F) {
+	for _, seed := range []string{
+		`{"dscp":46,"egress":[{"priority":10,"dscp":20,"classifier":{"to":[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8"]}}],"ports":[{"protocol":"TCP","port":80}]},"bandwidth":{"rate":1000,"burst":1000}}]}`,
+		`{"egress":[{"dscp":1,"classifier":{"to":[{"ipBlock":{"cidr":"fd00::/8","except":["fd00::/16","fdff::/16"]}},{"ipBlock":{"cidr":"::/0"}}]}}]}`,
+		`{"ingressRate":1000,"ingressBurst":10,"egressRate":5,"egressBurst":5}`,
+		`{"egress":[{"priority":1,"dscp":1},{"priority":1,"dscp":2},{"priority":0,"bandwidth":{"rate":1}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Spec
+		if json.Unmarshal(data, &s) != nil || s.Validate("qos") != nil {
+			return
+		}
+		p := Compile(&s)
+		for i, r := range p.Rules {
+			if i > 0 {
+				prev := p.Rules[i-1]
+				if prev.Priority < r.Priority || prev.Priority == r.Priority && prev.Index < r.Index {
+					t.Fatalf("rules out of precedence order: %+v before %+v", prev, r)
+				}
+			}
+			for _, rs := range [][]Range{r.V4, r.V6} {
+				for j, rg := range rs {
+					if rg.To.Less(rg.From) {
+						t.Fatalf("inverted range %v", rg)
+					}
+					if j > 0 && !rs[j-1].To.Less(rg.From) {
+						t.Fatalf("ranges overlap or are unsorted: %v", rs)
+					}
+				}
+			}
+		}
+	})
+}
