@@ -1,0 +1,71 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+)
+
+// BridgeSpec is a Linux bridge netclass attaches pods to.
+type BridgeSpec struct {
+	Name    string
+	MTU     int
+	Promisc bool
+}
+
+// EnsureBridge returns the named bridge, creating it when absent. Concurrent
+// callers may race to create it: the loser finds the winner's bridge.
+func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
+	br, err := findBridge(s.Name)
+	if err == nil {
+		return br, setBridgeState(br, s)
+	}
+	if !IsNotFound(err) {
+		return nil, err
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = s.Name
+	attrs.MTU = s.MTU
+	attrs.Flags = 0
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
+		return nil, fmt.Errorf("create bridge %q: %w", s.Name, err)
+	}
+	if br, err = findBridge(s.Name); err != nil {
+		return nil, err
+	}
+	return br, setBridgeState(br, s)
+}
+
+func findBridge(name string) (*netlink.Bridge, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("find bridge %q: %w", name, err)
+	}
+	br, ok := l.(*netlink.Bridge)
+	if !ok {
+		return nil, fmt.Errorf("link %q exists and is a %s, not a bridge", name, l.Type())
+	}
+	return br, nil
+}
+
+func setBridgeState(br *netlink.Bridge, s BridgeSpec) error {
+	if s.Promisc && br.Promisc == 0 {
+		if err := netlink.SetPromiscOn(br); err != nil {
+			return fmt.Errorf("set bridge %q promiscuous: %w", s.Name, err)
+		}
+	}
+	if br.Flags&1 == 0 { // IFF_UP
+		return Up(br)
+	}
+	return nil
+}
+
+// SetHairpin turns hairpin mode of a bridge port on.
+func SetHairpin(l netlink.Link) error {
+	if err := netlink.LinkSetHairpin(l, true); err != nil {
+		return fmt.Errorf("set hairpin on %q: %w", l.Attrs().Name, err)
+	}
+	return nil
+}

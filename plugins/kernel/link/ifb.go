@@ -1,0 +1,34 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+)
+
+// CreateIFB creates an up IFB device (the target of redirected ingress
+// traffic) and returns it. An existing IFB of that name is reused.
+func CreateIFB(name string, mtu int, alias string) (netlink.Link, error) {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.MTU, attrs.Flags = name, mtu, net.FlagUp
+	// Not all kernels honour IFF_UP on creation for ifb: set it again below.
+	if err := netlink.LinkAdd(&netlink.Ifb{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
+		return nil, fmt.Errorf("create ifb %q: %w", name, err)
+	}
+	l, err := ByName(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := l.(*netlink.Ifb); !ok {
+		return nil, fmt.Errorf("link %q exists and is a %s, not an ifb", name, l.Type())
+	}
+	if alias != "" {
+		if err := netlink.LinkSetAlias(l, alias); err != nil {
+			return nil, fmt.Errorf("set alias of %q: %w", name, err)
+		}
+	}
+	return l, Up(l)
+}

@@ -1,0 +1,141 @@
+// Package link owns netclass's network devices: veth pairs, bridges, VXLAN
+// devices with their flood entries, and IFBs. Callers pass names and
+// parameters; this package speaks netlink.
+package link
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/netclass-dev/netclass/plugins/kernel/nldump"
+)
+
+// IsNotFound reports whether err means the link does not exist.
+func IsNotFound(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf) || errors.Is(err, syscall.ENODEV)
+}
+
+// ByName finds a link in the calling thread's namespace.
+func ByName(name string) (netlink.Link, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("find link %q: %w", name, err)
+	}
+	return l, nil
+}
+
+// ByIndex finds a link by index in the calling thread's namespace.
+func ByIndex(index int) (netlink.Link, error) {
+	l, err := netlink.LinkByIndex(index)
+	if err != nil {
+		return nil, fmt.Errorf("find link %d: %w", index, err)
+	}
+	return l, nil
+}
+
+// Delete removes the named link; a link that is already gone is success.
+func Delete(name string) error {
+	l, err := netlink.LinkByName(name)
+	if IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find link %q: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil && !IsNotFound(err) {
+		return fmt.Errorf("delete link %q: %w", name, err)
+	}
+	return nil
+}
+
+// List returns every link of the calling thread's namespace.
+func List() ([]netlink.Link, error) {
+	ls, err := nldump.Retry(netlink.LinkList)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	return ls, nil
+}
+
+// Ports returns the links enslaved to the bridge with the given index.
+func Ports(bridgeIndex int) ([]netlink.Link, error) {
+	all, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var ports []netlink.Link
+	for _, l := range all {
+		if l.Attrs().MasterIndex == bridgeIndex {
+			ports = append(ports, l)
+		}
+	}
+	return ports, nil
+}
+
+// Up sets a link administratively up.
+func Up(l netlink.Link) error {
+	if err := netlink.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set link %q up: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// VethPair describes a veth whose host end stays in the calling thread's
+// namespace and whose pod end is created directly in the pod's namespace.
+type VethPair struct {
+	HostName    string
+	PodName     string
+	PodNSFd     int
+	MTU         int
+	PodMAC      net.HardwareAddr
+	MasterIndex int // bridge of the host end; 0 for none
+	Alias       string
+}
+
+// CreateVeth creates the pair with the host end up and enslaved, in one
+// request, and returns the host end.
+func CreateVeth(p VethPair) (netlink.Link, error) {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = p.HostName
+	attrs.MTU = p.MTU
+	attrs.MasterIndex = p.MasterIndex
+	attrs.Flags = net.FlagUp
+	v := &netlink.Veth{
+		LinkAttrs:        attrs,
+		PeerName:         p.PodName,
+		PeerHardwareAddr: p.PodMAC,
+		PeerNamespace:    netlink.NsFd(p.PodNSFd),
+	}
+	if err := netlink.LinkAdd(v); err != nil {
+		return nil, fmt.Errorf("create veth %q (pod end %q): %w", p.HostName, p.PodName, err)
+	}
+	host, err := ByName(p.HostName)
+	if err != nil {
+		return nil, err
+	}
+	if p.Alias != "" {
+		if err := netlink.LinkSetAlias(host, p.Alias); err != nil {
+			return nil, fmt.Errorf("set alias of %q: %w", p.HostName, err)
+		}
+	}
+	return host, nil
+}
+
+// VethPeer returns the index of the other end of a veth (valid in the peer's
+// namespace), or 0 when l is not a veth.
+func VethPeer(l netlink.Link) (int, error) {
+	v, ok := l.(*netlink.Veth)
+	if !ok {
+		return 0, nil
+	}
+	idx, err := netlink.VethPeerIndex(v)
+	if err != nil {
+		return 0, fmt.Errorf("find peer of veth %q: %w", v.Name, err)
+	}
+	return idx, nil
+}

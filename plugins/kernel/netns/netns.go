@@ -1,0 +1,49 @@
+// Package netns is the one place netclass runs code inside another network
+// namespace. Everything that touches a pod's namespace goes through Do or
+// Open, so thread locking and "the namespace is gone" are handled once.
+package netns
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+)
+
+// ErrNotFound reports that the namespace no longer exists (the pod is gone).
+var ErrNotFound = errors.New("network namespace not found")
+
+// Do runs fn on a thread switched into the namespace at path.
+func Do(path string, fn func() error) error {
+	target, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	return target.Do(func(ns.NetNS) error { return fn() })
+}
+
+// Open returns a handle on the namespace at path, for APIs that take a
+// namespace file descriptor (netlink handles, nftables connections).
+func Open(path string) (ns.NetNS, error) {
+	target, err := ns.GetNS(path)
+	if err != nil {
+		var notExist ns.NSPathNotExistErr
+		var notNS ns.NSPathNotNSErr
+		if errors.As(err, &notExist) || errors.As(err, &notNS) {
+			return nil, fmt.Errorf("open netns %q: %w", path, ErrNotFound)
+		}
+		return nil, fmt.Errorf("open netns %q: %w", path, err)
+	}
+	return target, nil
+}
+
+// Current returns the namespace of the calling thread (the "host" side of
+// an attachment: wherever the plugin runs).
+func Current() (ns.NetNS, error) {
+	cur, err := ns.GetCurrentNS()
+	if err != nil {
+		return nil, fmt.Errorf("open current netns: %w", err)
+	}
+	return cur, nil
+}

@@ -1,0 +1,121 @@
+package nft
+
+import (
+	"encoding/binary"
+
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Expression builders, one per nft statement netclass uses. Register 1 is
+// the only register needed.
+
+// ifname pads an interface name to IFNAMSIZ, as the kernel compares it.
+func ifname(name string) []byte {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return b
+}
+
+// matchOifname: `oifname "name"`.
+func matchOifname(name string) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(name)},
+	}
+}
+
+// matchIifname: `iifname "name"`.
+func matchIifname(name string) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(name)},
+	}
+}
+
+// matchNfproto: `meta nfproto ipv4|ipv6`.
+func matchNfproto(v6 bool) []expr.Any {
+	proto := byte(unix.NFPROTO_IPV4)
+	if v6 {
+		proto = unix.NFPROTO_IPV6
+	}
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+	}
+}
+
+// matchDaddrInSet: `ip daddr @set` or `ip6 daddr @set`.
+func matchDaddrInSet(v6 bool, set string, setID uint32) []expr.Any {
+	offset, length := uint32(16), uint32(4)
+	if v6 {
+		offset, length = 24, 16
+	}
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: length},
+		&expr.Lookup{SourceRegister: 1, SetName: set, SetID: setID},
+	}
+}
+
+// matchL4proto: `meta l4proto <proto>`.
+func matchL4proto(proto uint8) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+	}
+}
+
+// matchDport: `th dport <port>` (the destination port sits at offset 2 of
+// TCP, UDP and SCTP headers alike).
+func matchDport(port uint16) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
+	}
+}
+
+// setDSCP: `ip dscp set <d>` / `ip6 dscp set <d>`, rewriting the first two
+// bytes of the IP header and keeping ECN (and the IPv4 checksum) right,
+// exactly as nft compiles it.
+func setDSCP(v6 bool, dscp uint8) []expr.Any {
+	mask, xor := []byte{0xff, 0x03}, []byte{0x00, dscp << 2}
+	csum, csumOff := expr.CsumTypeInet, uint32(10)
+	if v6 {
+		// Version(4) | traffic class(8) | flow label(20): DSCP straddles bytes 0 and 1.
+		mask, xor = []byte{0xf0, 0x3f}, []byte{dscp >> 2, (dscp & 0x03) << 6}
+		csum, csumOff = expr.CsumTypeNone, 0
+	}
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 0, Len: 2},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 2, Mask: mask, Xor: xor},
+		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 0, Len: 2, CsumType: csum, CsumOffset: csumOff},
+	}
+}
+
+// dropOver: `limit rate over <rate> bytes/second burst <burst> bytes drop`.
+func dropOver(rateBytes, burstBytes uint64) []expr.Any {
+	return []expr.Any{
+		&expr.Limit{Type: expr.LimitTypePktBytes, Rate: rateBytes, Over: true, Unit: expr.LimitTimeSecond, Burst: uint32(burstBytes)},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}
+}
+
+// matchEtherSaddrNot: `ether saddr != <mac>`.
+func matchEtherSaddrNot(mac []byte) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: mac},
+	}
+}
+
+func verdict(kind expr.VerdictKind) expr.Any { return &expr.Verdict{Kind: kind} }
+
+func gotoChain(name string) expr.Any { return &expr.Verdict{Kind: expr.VerdictGoto, Chain: name} }
+
+func concat(parts ...[]expr.Any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+package tc
+
+import "testing"
+
+func TestTokenBucketMath(t *testing.T) {
+	tests := []struct {
+		name              string
+		rate, burst       uint64
+		ticksPerUsec      float64
+		wantBuf, wantLimt uint32
+	}{
+		// 1 MB/s with a 100 kB burst fills in 100 ms = 100000 us.
+		{"1MBps", 1_000_000, 100_000, 1, 100_000, 25_000 + 100_000},
+		{"ticks scale", 1_000_000, 100_000, 15.625, 1_562_500, 125_000},
+		{"zero rate", 0, 10, 1, 0, 10},
+		// 10 Mbit/s (1.25 MB/s) with a 200 kbit (25 kB) burst: 20 ms.
+		{"10Mbit", 1_250_000, 25_000, 1, 20_000, 31_250 + 25_000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bufferTicks(tc.rate, tc.burst, tc.ticksPerUsec); got != tc.wantBuf {
+				t.Errorf("bufferTicks = %d, want %d", got, tc.wantBuf)
+			}
+			if got := limitBytes(tc.rate, tc.burst); got != tc.wantLimt {
+				t.Errorf("limitBytes = %d, want %d", got, tc.wantLimt)
+			}
+		})
+	}
+}
