@@ -3,6 +3,7 @@ package link
 import (
 	"errors"
 	"fmt"
+	"net"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -66,6 +67,15 @@ func setBridgeState(br *netlink.Bridge, s BridgeSpec) error {
 func SetHairpin(l netlink.Link) error {
 	if err := netlink.LinkSetHairpin(l, true); err != nil {
 		return fmt.Errorf("set hairpin on %q: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// EnsureAddr gives the link the address unless it already has it.
+func EnsureAddr(l netlink.Link, addr *net.IPNet) error {
+	err := netlink.AddrAdd(l, &netlink.Addr{IPNet: addr})
+	if err != nil && !errors.Is(err, syscall.EEXIST) {
+		return fmt.Errorf("add %s to %q: %w", addr, l.Attrs().Name, err)
 	}
 	return nil
 }

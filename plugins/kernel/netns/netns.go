@@ -26,6 +26,9 @@ func Do(path string, fn func() error) error {
 // Open returns a handle on the namespace at path, for APIs that take a
 // namespace file descriptor (netlink handles, nftables connections).
 func Open(path string) (ns.NetNS, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open netns: no path: %w", ErrNotFound)
+	}
 	target, err := ns.GetNS(path)
 	if err != nil {
 		var notExist ns.NSPathNotExistErr

@@ -2,6 +2,7 @@ package nft
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
@@ -92,12 +93,25 @@ func setDSCP(v6 bool, dscp uint8) []expr.Any {
 	}
 }
 
-// dropOver: `limit rate over <rate> bytes/second burst <burst> bytes drop`.
-func dropOver(rateBytes, burstBytes uint64) []expr.Any {
+// dropOver: `limit rate over <rate> bytes/second burst <b> bytes drop`, a
+// token bucket of the given size refilled at rate.
+func dropOver(rateBytes, bucketBytes uint64) []expr.Any {
 	return []expr.Any{
-		&expr.Limit{Type: expr.LimitTypePktBytes, Rate: rateBytes, Over: true, Unit: expr.LimitTimeSecond, Burst: uint32(burstBytes)},
+		&expr.Limit{Type: expr.LimitTypePktBytes, Rate: rateBytes, Over: true, Unit: expr.LimitTimeSecond, Burst: limitBurst(rateBytes, bucketBytes)},
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	}
+}
+
+// limitBurst converts a bucket size into nft's burst. In byte mode the
+// kernel's bucket holds one unit (second) of rate plus the burst
+// (nft_limit_init: tokens_max = unit * (rate + burst) / rate), so the burst
+// handed over is the bucket minus one second of rate. A bucket smaller than
+// one second of rate cannot be expressed: it becomes exactly one second.
+func limitBurst(rateBytes, bucketBytes uint64) uint32 {
+	if bucketBytes <= rateBytes {
+		return 0
+	}
+	return uint32(min(bucketBytes-rateBytes, math.MaxUint32))
 }
 
 // matchEtherSaddrNot: `ether saddr != <mac>`.

@@ -23,6 +23,16 @@ func Open(nsFd int) (*nftables.Conn, error) {
 	return c, nil
 }
 
+// OpenCurrent returns a connection to nftables in the calling process's own
+// namespace (where the plugin runs: the host side of attachments).
+func OpenCurrent() (*nftables.Conn, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return nil, fmt.Errorf("open nftables: %w", err)
+	}
+	return c, nil
+}
+
 // ruleset is the complete content of one table.
 type ruleset struct {
 	table  *nftables.Table

@@ -64,7 +64,7 @@ func TestQoSTableMatchesNftSyntax(t *testing.T) {
 		`oifname "net1" ip6 daddr @r1_v6 meta l4proto udp goto r1`,
 		`oifname "net1" ip dscp set ef`,
 		`oifname "net1" ip6 dscp set ef`,
-		"ip dscp set af22\n\t\tip6 dscp set af22\n\t\tlimit rate over 125000 bytes/second burst 125000 bytes drop\n\t\taccept",
+		"ip dscp set af22\n\t\tip6 dscp set af22\n\t\tlimit rate over 125000 bytes/second drop\n\t\taccept",
 		"ip dscp set cs1\n\t\tip6 dscp set cs1\n\t\taccept",
 	} {
 		if !strings.Contains(got, want) {
@@ -163,5 +163,22 @@ func TestSpoofCheck(t *testing.T) {
 	}
 	if err := DeleteSpoofCheck(c, "nc0123"); err != nil {
 		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestLimitBurst(t *testing.T) {
+	tests := []struct {
+		rate, bucket uint64
+		want         uint32
+	}{
+		{125000, 125000, 0},     // a bucket of one second: no extra burst
+		{125000, 50000, 0},      // smaller than one second: clamped to one second
+		{125000, 1125000, 1e6},  // nine seconds' worth beyond the first
+		{1, 1 << 40, 1<<32 - 1}, // saturates
+	}
+	for _, tc := range tests {
+		if got := limitBurst(tc.rate, tc.bucket); got != tc.want {
+			t.Errorf("limitBurst(%d, %d) = %d, want %d", tc.rate, tc.bucket, got, tc.want)
+		}
 	}
 }

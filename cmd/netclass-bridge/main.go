@@ -1,0 +1,13 @@
+// Command netclass-bridge is a CNI plugin: pods on a Linux bridge, with QoS.
+package main
+
+import (
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/bridge"
+)
+
+func main() {
+	skel.PluginMainFuncs(bridge.Funcs(), attach.Versions(), attach.About("netclass-bridge", "Linux bridge attachments with DSCP marking and shaping"))
+}

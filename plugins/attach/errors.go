@@ -1,0 +1,58 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+)
+
+// Invalid is CNI error 7 (invalid network configuration).
+func Invalid(format string, args ...any) error {
+	return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf(format, args...), "")
+}
+
+// BadNetNS is CNI error 8 (the container's namespace cannot be used).
+func BadNetNS(err error) error {
+	return types.NewError(types.ErrInvalidNetNS, err.Error(), "")
+}
+
+// UsableNetNS returns CNI error 8 unless path is a network namespace.
+func UsableNetNS(path string) error {
+	n, err := netns.Open(path)
+	if err != nil {
+		return BadNetNS(err)
+	}
+	return n.Close()
+}
+
+// Unavailable is CNI error 50, STATUS's "cannot serve ADDs now".
+func Unavailable(err error) error {
+	return types.NewError(types.ErrPluginNotAvailable, err.Error(), "")
+}
+
+// Internal keeps a CNI error as it is and turns anything else into error
+// 999 carrying the message (and, when given, the undo failures as details).
+func Internal(err error, undoErr error) error {
+	var e *types.Error
+	if errors.As(err, &e) {
+		if undoErr != nil {
+			e.Details = joinDetails(e.Details, "cleanup after failure: "+undoErr.Error())
+		}
+		return e
+	}
+	details := ""
+	if undoErr != nil {
+		details = "cleanup after failure: " + undoErr.Error()
+	}
+	return types.NewError(types.ErrInternal, err.Error(), details)
+}
+
+func joinDetails(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

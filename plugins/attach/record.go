@@ -1,0 +1,160 @@
+// Package attach is the CNI side every netclass plugin shares: the on-disk
+// record of each attachment (what GC and DEL need when the kernel no longer
+// tells), locks, IPAM delegation, results and CNI errors.
+package attach
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// Record describes one attachment of a network to a container. It is
+// written before the first kernel object is created and removed after the
+// last one is gone, so a crash between the two leaves something GC finds.
+type Record struct {
+	Network     string `json:"network"`
+	Plugin      string `json:"plugin"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
+	NetNS       string `json:"netns"`
+	// HostIf is the host end of the pod's veth, when there is one.
+	HostIf string `json:"hostIf,omitempty"`
+	// Bridge is the host bridge the attachment is a port of, when any.
+	Bridge string `json:"bridge,omitempty"`
+	// Config is the plugin configuration the attachment was made with, for
+	// GC's IPAM release and teardown without a caller-supplied config.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Extra holds plugin-specific state (e.g. an SR-IOV VF's saved settings).
+	Extra json.RawMessage `json:"extra,omitempty"`
+}
+
+// Key identifies the attachment, as in cni.dev/valid-attachments.
+func (r *Record) Key() types.GCAttachment {
+	return types.GCAttachment{ContainerID: r.ContainerID, IfName: r.IfName}
+}
+
+// Store keeps records under Dir/<network>/<containerID>.<ifname>.json.
+type Store struct {
+	Dir string
+}
+
+func (s Store) path(network, containerID, ifname string) (string, error) {
+	for _, part := range []string{network, containerID, ifname} {
+		if part == "" || part == "." || part == ".." || strings.ContainsAny(part, "/\x00") {
+			return "", fmt.Errorf("invalid record key %q/%q/%q", network, containerID, ifname)
+		}
+	}
+	return filepath.Join(s.Dir, network, containerID+"."+ifname+".json"), nil
+}
+
+// Put writes the record atomically (temporary file, fsync, rename).
+func (s Store) Put(r *Record) error {
+	p, err := s.path(r.Network, r.ContainerID, r.IfName)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode record of %s/%s: %w", r.ContainerID, r.IfName, err)
+	}
+	return WriteFileAtomic(p, data)
+}
+
+// Get reads a record; a missing record returns (nil, nil).
+func (s Store) Get(network, containerID, ifname string) (*Record, error) {
+	p, err := s.path(network, containerID, ifname)
+	if err != nil {
+		return nil, err
+	}
+	return readRecord(p)
+}
+
+// Delete removes a record; a missing record is success.
+func (s Store) Delete(network, containerID, ifname string) error {
+	p, err := s.path(network, containerID, ifname)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove record %s: %w", p, err)
+	}
+	return nil
+}
+
+// List returns every record of the network.
+func (s Store) List(network string) ([]*Record, error) {
+	dir := filepath.Join(s.Dir, network)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list records of network %q: %w", network, err)
+	}
+	var out []*Record
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		r, err := readRecord(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func readRecord(p string) (*Record, error) {
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read record %s: %w", p, err)
+	}
+	r := &Record{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("decode record %s: %w", p, err)
+	}
+	return r, nil
+}
+
+// WriteFileAtomic replaces path with data so that readers see the old or
+// the new content, never a torn file, even across a crash.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // make the rename durable; best effort on filesystems without dir fsync
+		d.Close()
+	}
+	return nil
+}

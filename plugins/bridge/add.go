@@ -1,0 +1,145 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/qos"
+)
+
+func cmdAdd(args *skel.CmdArgs) error {
+	c, err := netconf.ParseBridge(args.StdinData)
+	if err != nil {
+		return err
+	}
+	var undo attach.Undo
+	res, err := add(context.Background(), c, args, &undo)
+	if err != nil {
+		return attach.Internal(err, undo.Run())
+	}
+	return attach.Print(res, c.CNIVersion)
+}
+
+// add performs an ADD, pushing the inverse of every step onto undo.
+func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attach.Undo) (*current.Result, error) {
+	mac, err := attach.ParseMAC(c.MAC(attach.CNIArg(args.Args, "MAC"), c.Mac))
+	if err != nil {
+		return nil, err
+	}
+	if err := attach.UsableNetNS(args.Netns); err != nil {
+		return nil, err
+	}
+	rec := &attach.Record{Network: c.Name, Plugin: netconf.TypeBridge, ContainerID: args.ContainerID,
+		IfName: args.IfName, NetNS: args.Netns, Bridge: c.BrName, Config: c.Raw}
+	p := port(c, args, 0)
+	p.MAC = mac
+	rec.HostIf = p.HostName()
+	if err := store(c).Put(rec); err != nil { // before anything exists: GC can find a crash's leftovers
+		return nil, err
+	}
+	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
+
+	br, err := link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode})
+	if err != nil {
+		return nil, err
+	}
+	p.BridgeIndex = br.Attrs().Index
+	res, err := ipamOf(c).Add(ctx)
+	if err != nil {
+		return nil, err
+	}
+	undo.Push(func() error { return ipamOf(c).Del(ctx) })
+
+	host, err := p.Create()
+	if host != nil || err != nil {
+		undo.Push(func() error { _, err := p.Remove(); return err })
+	}
+	if err != nil {
+		return nil, err
+	}
+	gws, err := gateways(res, c.IsGateway, c.IsDefaultGW)
+	if err != nil {
+		return nil, err
+	}
+	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
+	pod, err := p.Configure(res)
+	if err != nil {
+		return nil, err
+	}
+	if err := setupGateways(br, gws, res); err != nil {
+		return nil, err
+	}
+	if err := setupMasq(c, args, res, undo); err != nil {
+		return nil, err
+	}
+	if err := setupQoS(c, args, p.HostName(), undo); err != nil {
+		return nil, err
+	}
+	if err := setupSpoofCheck(c, p.HostName(), pod.Attrs().HardwareAddr, undo); err != nil {
+		return nil, err
+	}
+	res.DNS = c.DNS
+	return res, nil
+}
+
+func setupGateways(br netlink.Link, gws []gateway, res *current.Result) error {
+	for _, gw := range gws {
+		if err := link.EnsureAddr(br, gw.addr); err != nil {
+			return err
+		}
+	}
+	if len(gws) == 0 {
+		return nil
+	}
+	return enableForwarding(res)
+}
+
+func setupMasq(c *netconf.Bridge, args *skel.CmdArgs, res *current.Result, undo *attach.Undo) error {
+	if !c.IPMasq {
+		return nil
+	}
+	nets := subnets(res)
+	if err := masquerade(nets, c.Name, args.IfName, args.ContainerID); err != nil {
+		return fmt.Errorf("set up masquerade for %s: %w", args.ContainerID, err)
+	}
+	undo.Push(func() error { return unmasquerade(nets, c.Name, args.IfName, args.ContainerID) })
+	return nil
+}
+
+func setupQoS(c *netconf.Bridge, args *skel.CmdArgs, hostIf string, undo *attach.Undo) error {
+	if c.EffectiveQoS == nil {
+		return nil
+	}
+	a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
+	if err := qos.Apply(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+		return err
+	}
+	undo.Push(func() error { return qos.Remove(a) })
+	return nil
+}
+
+func setupSpoofCheck(c *netconf.Bridge, hostIf string, mac net.HardwareAddr, undo *attach.Undo) error {
+	if !c.MacSpoofChk {
+		return nil
+	}
+	conn, err := hostNFT()
+	if err != nil {
+		return err
+	}
+	if err := nft.ApplySpoofCheck(conn, hostIf, mac); err != nil {
+		return fmt.Errorf("mac spoof check on %q: %w", hostIf, err)
+	}
+	undo.Push(func() error { return nft.DeleteSpoofCheck(conn, hostIf) })
+	return nil
+}

@@ -1,0 +1,95 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/plugins/pkg/ip"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/qos"
+)
+
+// cmdDel is idempotent: a missing namespace, link, rule or IPAM allocation
+// is success.
+func cmdDel(args *skel.CmdArgs) error {
+	c, err := netconf.ParseBridge(args.StdinData)
+	if err != nil {
+		return err
+	}
+	ipamErr := ipamOf(c).Del(context.Background())
+	netnsPath := args.Netns
+	if netnsPath == "" { // the runtime may omit a namespace that is gone
+		if rec, _ := store(c).Get(c.Name, args.ContainerID, args.IfName); rec != nil {
+			netnsPath = rec.NetNS
+		}
+	}
+	err = teardown(c, args.ContainerID, args.IfName, netnsPath)
+	if err := errors.Join(ipamErr, err); err != nil {
+		return attach.Internal(err, nil)
+	}
+	return nil
+}
+
+// teardown removes everything of one attachment but its IPAM allocation.
+func teardown(c *netconf.Bridge, containerID, ifname, netnsPath string) error {
+	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
+	errs := []error{qos.Remove(qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()})}
+	addrs, err := p.Remove()
+	errs = append(errs, err)
+	if c.IPMasq {
+		errs = append(errs, unmasquerade(masqNets(addrs), c.Name, ifname, containerID))
+	}
+	if c.MacSpoofChk {
+		if conn, err := hostNFT(); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, nft.DeleteSpoofCheck(conn, p.HostName()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return store(c).Delete(c.Name, containerID, ifname)
+}
+
+func masqNets(addrs []*net.IPNet) []*net.IPNet {
+	out := make([]*net.IPNet, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, &net.IPNet{IP: a.IP.Mask(a.Mask), Mask: a.Mask})
+	}
+	return out
+}
+
+// cmdGC tears down every recorded attachment of this network that is not in
+// cni.dev/valid-attachments, then lets IPAM and masquerade GC do the same.
+func cmdGC(args *skel.CmdArgs) error {
+	c, err := netconf.ParseBridge(args.StdinData)
+	if err != nil {
+		return err
+	}
+	recs, err := store(c).List(c.Name)
+	if err != nil {
+		return attach.Internal(err, nil)
+	}
+	valid := attach.Valid(c.ValidAttachments)
+	var errs []error
+	for _, r := range recs {
+		if !valid[r.Key()] {
+			errs = append(errs, ipamOf(c).ReleaseFor(context.Background(), r), teardown(c, r.ContainerID, r.IfName, r.NetNS))
+		}
+	}
+	errs = append(errs, ipamOf(c).GC(context.Background()))
+	if c.IPMasq {
+		errs = append(errs, ip.GCIPMasqForNetwork(c.Name, c.ValidAttachments))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return attach.Internal(err, nil)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+// Package cnitest runs CNI plugin binaries the way a container runtime does:
+// as separate processes, with CNI_* environment and stdin, inside a "host"
+// namespace the test created. It also finds or builds the binaries.
+package cnitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// EnvPath names a directory that already holds every plugin binary (the
+// Makefile sets it after `make build`); without it the binaries are built
+// once per test process.
+const EnvPath = "NETCLASS_CNI_PATH"
+
+// buildOnce is test-process-wide: building the binaries once per `go test`
+// binary, not once per test, is what keeps the suite fast.
+var buildOnce = sync.OnceValues(build)
+
+// Plugins returns the directory of the netclass and upstream plugin binaries.
+func Plugins(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(EnvPath); dir != "" {
+		return dir
+	}
+	dir, err := buildOnce()
+	if err != nil {
+		t.Fatalf("build plugin binaries: %v", err)
+	}
+	return dir
+}
+
+func build() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "netclass-cnitest-")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", dir + "/"}
+	for _, p := range []string{"netclass-bridge", "netclass-vxlan", "netclass-qos", "netclass-vlan", "netclass-sriov"} {
+		if _, err := os.Stat(filepath.Join(root, "cmd", p)); err == nil {
+			args = append(args, "./cmd/"+p)
+		}
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	upstream := filepath.Join(root, ".cache", "cni")
+	cmd = exec.Command(filepath.Join(root, "scripts", "upstream-cni.sh"), upstream)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("upstream plugins: %w\n%s", err, out)
+	}
+	entries, err := os.ReadDir(upstream)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			if err := os.Symlink(filepath.Join(upstream, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	return dir, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the netclass module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// Host is where plugins run: a namespace standing in for a node.
+type Host struct {
+	NS  *nstest.NS
+	Dir string // plugin binaries
+}
+
+// NewHost creates a fresh host namespace.
+func NewHost(t testing.TB) *Host {
+	t.Helper()
+	return &Host{NS: nstest.New(t), Dir: Plugins(t)}
+}
+
+// Call is one plugin invocation.
+type Call struct {
+	Plugin      string
+	Command     string
+	ContainerID string
+	NetNS       string
+	IfName      string
+	Args        string // CNI_ARGS
+	Conf        []byte
+}
+
+// Exec runs the call in the host namespace. A plugin that fails returns its
+// CNI error JSON as *types.Error; a plugin that fails without one returns an
+// error with its output.
+func (h *Host) Exec(c Call) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	err := h.NS.Run(func() error {
+		cmd := exec.Command(filepath.Join(h.Dir, c.Plugin))
+		cmd.Env = []string{
+			"CNI_COMMAND=" + c.Command, "CNI_CONTAINERID=" + c.ContainerID, "CNI_NETNS=" + c.NetNS,
+			"CNI_IFNAME=" + c.IfName, "CNI_ARGS=" + c.Args, "CNI_PATH=" + h.Dir, "PATH=" + os.Getenv("PATH"),
+		}
+		cmd.Stdin = bytes.NewReader(c.Conf)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		return cmd.Run()
+	})
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	var e types.Error
+	if json.Unmarshal(stdout.Bytes(), &e) == nil && e.Code != 0 {
+		return stdout.Bytes(), &e
+	}
+	return stdout.Bytes(), fmt.Errorf("%s %s: %w\nstdout: %s\nstderr: %s", c.Plugin, c.Command, err, stdout.String(), stderr.String())
+}
+
+// CNI returns a libcni runner whose results cache lives in the test's temp dir.
+func (h *Host) CNI(t testing.TB) *libcni.CNIConfig {
+	return libcni.NewCNIConfigWithCacheDir([]string{h.Dir}, t.TempDir(), nil)
+}
+
+// Do runs fn (typically libcni calls) with the thread in the host namespace.
+func (h *Host) Do(t testing.TB, fn func(ctx context.Context) error) {
+	t.Helper()
+	h.NS.Do(t, func() error { return fn(context.Background()) })
+}
