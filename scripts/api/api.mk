@@ -1,0 +1,13 @@
+# API types: generated deepcopy and CRD manifests (scripts/api/generate.sh), and the tests of
+# the CRD schemas against a real API server (the test bed of scripts/testbed).
+.PHONY: generate verify-generated test-api-testbed
+
+generate:
+	scripts/api/generate.sh
+
+verify-generated:
+	scripts/api/generate.sh --verify
+
+# Needs a running test bed (make testbed-up); the tests skip with a reason when there is none.
+test-api-testbed:
+	$(GO) test -tags testbed -count=1 ./api/...
