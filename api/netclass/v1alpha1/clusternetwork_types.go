@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ClusterNetwork reasons of the Ready condition.
+const (
+	// ReasonNoReadyNodes: Ready=False, no selected node can carry the network.
+	ReasonNoReadyNodes = "NoReadyNodes"
+)
+
+// NodeLabelPrefix is the prefix of the node labels the controller sets on
+// nodes that can carry a ClusterNetwork: NodeLabelPrefix + the
+// ClusterNetwork's name, with value "true". ClusterNetwork names are limited
+// to 63 characters so they fit the name part of a label key.
+const NodeLabelPrefix = "clusternetwork.netclass.dev/"
+
+// LabelClusterNetwork is the label on NodeNetworks and Networks whose value
+// is the name of their ClusterNetwork.
+const LabelClusterNetwork = "netclass.dev/cluster-network"
+
+// ClusterNetwork is an admin-defined VLAN or VXLAN network model: which
+// plugin implements it, the default options of that plugin, the nodes it may
+// exist on and default IPAM and QoS for its Networks. The controller creates
+// one NodeNetwork per selected node; users create Networks (a VLAN ID or a
+// VNI) under it.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cn;cnet,categories=netclass
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
+// +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.readyNodes`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="ClusterNetwork names are at most 63 characters (they name node labels)"
+type ClusterNetwork struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the ClusterNetwork.
+	// +required
+	Spec ClusterNetworkSpec `json:"spec"`
+
+	// status is the observed state, written by netclass-controller.
+	// +optional
+	Status ClusterNetworkStatus `json:"status,omitempty"`
+}
+
+// ClusterNetworkSpec is the desired state of a ClusterNetwork.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'netclass-vlan' ? !has(self.defaultOptions) || !has(self.defaultOptions.vxlan) : !has(self.defaultOptions) || !has(self.defaultOptions.vlan)",message="defaultOptions must match type: vlan for netclass-vlan, vxlan for netclass-vxlan"
+type ClusterNetworkSpec struct {
+	// description is free text for humans.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// type is the netclass CNI plugin that implements the network. It cannot
+	// be changed.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
+	// +required
+	Type NetworkType `json:"type"`
+
+	// defaultOptions are the plugin options every node starts from; the
+	// member matching type may be set (vlan or vxlan). Each NodeNetwork
+	// carries the options in effect on its node.
+	// +optional
+	DefaultOptions *Options `json:"defaultOptions,omitempty"`
+
+	// nodeSelector selects the nodes the network may exist on. Unset selects
+	// every node.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// ipam is the default CNI IPAM configuration of the Networks under this
+	// ClusterNetwork, any IPAM plugin's config object (for example
+	// {type: host-local, ranges: [[{subnet: 10.10.1.0/24}]]}). A Network's own
+	// ipam replaces it as a whole.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	IPAM *runtime.RawExtension `json:"ipam,omitempty"`
+
+	// qos is the default interface QoS of the Networks under this
+	// ClusterNetwork. A Network's own qos fields override it field by field.
+	// +optional
+	QoS *InterfaceQoS `json:"qos,omitempty"`
+}
+
+// ClusterNetworkStatus is the observed state of a ClusterNetwork.
+type ClusterNetworkStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// nodes is the number of nodes selected by nodeSelector (the number of
+	// NodeNetworks).
+	// +optional
+	Nodes int32 `json:"nodes"`
+
+	// readyNodes is the number of selected nodes whose NodeNetwork is Ready.
+	// +optional
+	ReadyNodes int32 `json:"readyNodes"`
+
+	// conditions describe the current state. Known type: "Ready" (at least
+	// one node can carry the network).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// ClusterNetworkList is a list of ClusterNetwork objects.
+//
+// +kubebuilder:object:root=true
+type ClusterNetworkList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ClusterNetwork `json:"items"`
+}
