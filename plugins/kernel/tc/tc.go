@@ -60,11 +60,15 @@ func SetRootTBF(linkIndex int, s TBF) error {
 // RedirectIngress sends everything the link receives to the IFB with the
 // given index (`tc filter add dev X parent ffff: protocol all u32 match u32
 // 0 0 action mirred egress redirect dev ifb`).
+// Any previous ingress qdisc of the link, with its filters, is replaced.
 func RedirectIngress(linkIndex, ifbIndex int) error {
-	if err := netlink.QdiscReplace(ingressQdisc(linkIndex)); err != nil {
+	if err := DeleteIngress(linkIndex); err != nil {
+		return err
+	}
+	if err := netlink.QdiscAdd(ingressQdisc(linkIndex)); err != nil {
 		return fmt.Errorf("add ingress qdisc to link %d: %w", linkIndex, err)
 	}
-	if err := netlink.FilterReplace(redirectFilter(linkIndex, ifbIndex)); err != nil {
+	if err := netlink.FilterAdd(redirectFilter(linkIndex, ifbIndex)); err != nil {
 		return fmt.Errorf("redirect ingress of link %d to ifb %d: %w", linkIndex, ifbIndex, err)
 	}
 	return nil
@@ -80,10 +84,11 @@ func redirectFilter(linkIndex, ifbIndex int) *netlink.U32 {
 	return &netlink.U32{
 		FilterAttrs: netlink.FilterAttrs{
 			LinkIndex: linkIndex, Parent: netlink.MakeHandle(0xffff, 0),
-			Priority: 1, Protocol: syscall.ETH_P_ALL, Handle: netlink.MakeHandle(0x800, 0x800),
+			Priority: 1, Protocol: syscall.ETH_P_ALL,
 		},
-		Sel:     &netlink.TcU32Sel{Flags: netlink.TC_U32_TERMINAL, Keys: []netlink.TcU32Key{{Mask: 0, Val: 0}}},
-		Actions: []netlink.Action{netlink.NewMirredAction(ifbIndex)},
+		ClassId:    netlink.MakeHandle(1, 1),
+		RedirIndex: ifbIndex,
+		Actions:    []netlink.Action{netlink.NewMirredAction(ifbIndex)},
 	}
 }
 

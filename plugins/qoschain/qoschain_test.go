@@ -1,0 +1,232 @@
+package qoschain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/test/cnitest"
+	"github.com/netclass-dev/netclass/test/traffic"
+)
+
+const (
+	egressBps  = 20_000_000
+	ingressBps = 10_000_000
+)
+
+// qosBlock marks everything with DSCP 46, UDP/5353 with 34, and shapes both ways.
+func qosBlock() map[string]any {
+	return map[string]any{
+		"dscp": 46, "egressRate": egressBps, "egressBurst": 100_000, "ingressRate": ingressBps, "ingressBurst": 100_000,
+		"egress": []any{map[string]any{"priority": 1, "dscp": 34,
+			"classifier": map[string]any{"ports": []any{map[string]any{"protocol": "UDP", "port": 5353}}}}},
+	}
+}
+
+// chain returns a conflist: the main plugin, then netclass-qos with qosBlock when withQoS.
+func chain(t *testing.T, name string, main map[string]any, withQoS bool) *libcni.NetworkConfigList {
+	t.Helper()
+	plugins := []any{main}
+	if withQoS {
+		plugins = append(plugins, map[string]any{"type": "netclass-qos", "dataDir": t.TempDir(), "qos": qosBlock()})
+	}
+	b, err := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": name, "plugins": plugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := libcni.ConfListFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+func rt(p *cnitest.Pod, ifname string) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: p.ID, NetNS: p.NS.Path, IfName: ifname}
+}
+
+func addList(t *testing.T, h *cnitest.Host, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, p *cnitest.Pod) *current.Result {
+	t.Helper()
+	var res types.Result
+	h.Do(t, func(ctx context.Context) (err error) {
+		res, err = cni.AddNetworkList(ctx, list, rt(p, "net1"))
+		return err
+	})
+	r, err := current.NewResultFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func ipOf(t *testing.T, r *current.Result) netip.Addr {
+	t.Helper()
+	for _, ipc := range r.IPs {
+		if a, ok := netip.AddrFromSlice(ipc.Address.IP.To4()); ok {
+			return a
+		}
+	}
+	t.Fatalf("no IPv4 address in %v", r.IPs)
+	return netip.Addr{}
+}
+
+func ipam(t *testing.T, subnet string) map[string]any {
+	return map[string]any{"type": "host-local", "dataDir": t.TempDir(), "ranges": []any{[]any{map[string]any{"subnet": subnet}}}}
+}
+
+func TestAfterUpstreamBridge(t *testing.T) {
+	h := cnitest.NewHost(t)
+	cni := h.CNI(t)
+	ip := ipam(t, "10.30.0.0/24")
+	main := map[string]any{"type": "bridge", "bridge": "up0", "isGateway": true, "ipam": ip}
+	marked, plain := chain(t, "up", main, true), chain(t, "up", main, false)
+	a, b := cnitest.NewPod(t), cnitest.NewPod(t)
+	ra := addList(t, h, cni, marked, a)
+	rb := addList(t, h, cni, plain, b)
+	exerciseQoS(t, a, b, ipOf(t, ra), ipOf(t, rb))
+	// A veth: ingress is shaped on the host end, no IFB in the pod.
+	if a.NS.HasLink(t, qos.IFBName("net1")) {
+		t.Error("an IFB was created for a veth attachment")
+	}
+	lifecycle(t, h, cni, marked, a)
+}
+
+func TestAfterUpstreamMacvlan(t *testing.T) {
+	h := cnitest.NewHost(t)
+	peer := cnitest.NewPod(t) // the other end of the master link
+	run(t, "ip", "-n", h.NS.Name, "link", "add", "uplink0", "type", "veth", "peer", "name", "uplink0", "netns", peer.NS.Name)
+	run(t, "ip", "-n", h.NS.Name, "link", "set", "uplink0", "up")
+	run(t, "ip", "-n", peer.NS.Name, "link", "set", "uplink0", "up")
+	cni := h.CNI(t)
+	ip := ipam(t, "10.31.0.0/24")
+	main := map[string]any{"type": "macvlan", "master": "uplink0", "mode": "bridge", "ipam": ip}
+	marked, plain := chain(t, "mv", main, true), chain(t, "mv", main, false)
+	a, b := cnitest.NewPod(t), cnitest.NewPod(t)
+	ra := addList(t, h, cni, marked, a)
+	rb := addList(t, h, cni, plain, b)
+	exerciseQoS(t, a, b, ipOf(t, ra), ipOf(t, rb))
+	if !a.NS.HasLink(t, qos.IFBName("net1")) {
+		t.Error("a macvlan attachment's ingress needs an IFB in the pod")
+	}
+	lifecycle(t, h, cni, marked, a)
+	if a.NS.HasLink(t, qos.IFBName("net1")) {
+		t.Error("DEL left the IFB")
+	}
+}
+
+// exerciseQoS proves marking and shaping from pod a (with QoS) to pod b.
+func exerciseQoS(t *testing.T, a, b *cnitest.Pod, aIP, bIP netip.Addr) {
+	t.Helper()
+	if err := traffic.Ping(a.NS, bIP, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sniff, err := traffic.Sniff(b.NS, "net1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range []uint16{5353, 9999} {
+		a.NS.Do(t, func() error {
+			c, err := net.Dial("udp", netip.AddrPortFrom(bIP, port).String())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Write([]byte("x"))
+			return err
+		})
+	}
+	for port, want := range map[uint16]uint8{5353: 34, 9999: 46} {
+		got := sniff.WaitFor(func(p traffic.Packet) bool { return p.Dst == bIP && p.DstPort == port }, 1, 3*time.Second)
+		if len(got) == 0 || got[0].DSCP != want {
+			t.Errorf("UDP/%d: packets %+v, want DSCP %d", port, got, want)
+		}
+	}
+	sniff.Close()
+	out, err := traffic.TCPRate(a.NS, b.NS, bIP, 7001, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := traffic.TCPRate(b.NS, a.NS, aIP, 7002, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("egress %.2f Mbit/s (configured %.0f), ingress %.2f Mbit/s (configured %.0f)", out/1e6, egressBps/1e6, in/1e6, ingressBps/1e6)
+	if math.Abs(out-egressBps) > 0.2*egressBps {
+		t.Errorf("egress %.2f Mbit/s, configured %.0f", out/1e6, egressBps/1e6)
+	}
+	if math.Abs(in-ingressBps) > 0.2*ingressBps {
+		t.Errorf("ingress %.2f Mbit/s, configured %.0f", in/1e6, ingressBps/1e6)
+	}
+}
+
+// lifecycle: CHECK passes, fails once a rule is gone, DEL twice succeeds and
+// removes the pod-side table.
+func lifecycle(t *testing.T, h *cnitest.Host, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, p *cnitest.Pod) {
+	t.Helper()
+	h.Do(t, func(ctx context.Context) error { return cni.CheckNetworkList(ctx, list, rt(p, "net1")) })
+	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "flush", "chain", "inet", "netclass_net1", "egress")
+	h.NS.Do(t, func() error {
+		if err := cni.CheckNetworkList(context.Background(), list, rt(p, "net1")); err == nil {
+			return fmt.Errorf("CHECK passed with the rules flushed")
+		}
+		return nil
+	})
+	for range 2 {
+		h.Do(t, func(ctx context.Context) error { return cni.DelNetworkList(ctx, list, rt(p, "net1")) })
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", p.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+		t.Errorf("DEL left nftables state: %s", out)
+	}
+}
+
+func TestGCRemovesStaleQoS(t *testing.T) {
+	h := cnitest.NewHost(t)
+	peer := cnitest.NewPod(t)
+	run(t, "ip", "-n", h.NS.Name, "link", "add", "uplink0", "type", "veth", "peer", "name", "uplink0", "netns", peer.NS.Name)
+	run(t, "ip", "-n", h.NS.Name, "link", "set", "uplink0", "up")
+	cni := h.CNI(t)
+	list := chain(t, "mv", map[string]any{"type": "macvlan", "master": "uplink0", "mode": "bridge", "ipam": ipam(t, "10.32.0.0/24")}, true)
+	keep, stale := cnitest.NewPod(t), cnitest.NewPod(t)
+	addList(t, h, cni, list, keep)
+	addList(t, h, cni, list, stale)
+	h.Do(t, func(ctx context.Context) error {
+		return cni.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{keep.Attachment("net1")}})
+	})
+	if stale.NS.HasLink(t, qos.IFBName("net1")) {
+		t.Error("GC left the stale attachment's IFB")
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", stale.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+		t.Errorf("GC left the stale attachment's rules: %s", out)
+	}
+	h.Do(t, func(ctx context.Context) error { return cni.CheckNetworkList(ctx, list, rt(keep, "net1")) })
+}
+
+func TestNeedsPrevResult(t *testing.T) {
+	h := cnitest.NewHost(t)
+	p := cnitest.NewPod(t)
+	conf := []byte(`{"cniVersion":"1.1.0","name":"q","type":"netclass-qos","qos":{"dscp":1}}`)
+	_, err := h.Exec(p.Call("netclass-qos", "ADD", "net1", conf))
+	var e *types.Error
+	if !errors.As(err, &e) || e.Code != types.ErrInvalidNetworkConfig {
+		t.Fatalf("ADD without prevResult: %v, want CNI error 7", err)
+	}
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
