@@ -8,6 +8,6 @@ generate:
 verify-generated:
 	scripts/api/generate.sh --verify
 
-# Needs a running test bed (make testbed-up); the tests skip with a reason when there is none.
+# Needs a running test bed (make testbed-up); the tests fail, never skip, when there is none.
 test-api-testbed:
 	$(GO) test -tags testbed -count=1 ./api/...

@@ -1,0 +1,40 @@
+//go:build testbed
+
+package v1_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/netclass-dev/netclass/api/internal/crdschema"
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// The same cases as schema_test.go, against the test bed's API server
+// (make testbed-up; go test -tags testbed). The CRDs of conf/crd are
+// server-side applied and left installed; every object a case creates is
+// deleted again, creates of the cases themselves are dry-run.
+
+func liveServer(t *testing.T) *crdschema.Server {
+	t.Helper()
+	s, err := crdschema.NewServer(testbed.RestConfig(t), loadCRDs(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InstallCRDs(testbed.Context(t, 2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestLiveSeedExamplesApply(t *testing.T) {
+	crdschema.RunLive(t, liveServer(t), seedCases(t))
+}
+
+func TestLiveNetworkClassSchema(t *testing.T) {
+	crdschema.RunLive(t, liveServer(t), networkClassCases)
+}
+
+func TestLivePodNetworkSchema(t *testing.T) {
+	crdschema.RunLive(t, liveServer(t), podNetworkCases)
+}
