@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -138,4 +139,41 @@ func VethPeer(l netlink.Link) (int, error) {
 		return 0, fmt.Errorf("find peer of veth %q: %w", v.Name, err)
 	}
 	return idx, nil
+}
+
+// Addrs returns the link's addresses of one family (nil link: every link's).
+func Addrs(l netlink.Link, v6 bool) ([]netip.Addr, error) {
+	family := netlink.FAMILY_V4
+	if v6 {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return netlink.AddrList(l, family) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && !ip.IsLinkLocalUnicast() {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out, nil
+}
+
+// HolderOf returns the link that has the address.
+func HolderOf(addr netip.Addr) (netlink.Link, error) {
+	family := netlink.FAMILY_V4
+	if addr.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, family) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
+			return ByIndex(a.LinkIndex)
+		}
+	}
+	return nil, fmt.Errorf("no link has address %s", addr)
 }

@@ -52,6 +52,31 @@ func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 	return vx, nil
 }
 
+// CheckVXLAN verifies the device exists with the spec's tunnel settings
+// and flood entries.
+func CheckVXLAN(s VXLANSpec, remotes []netip.Addr) error {
+	vx, err := findVXLAN(s.Name)
+	if err != nil {
+		return err
+	}
+	if diff := vxlanDiff(vx, s); diff != "" {
+		return fmt.Errorf("vxlan %q has other settings: %s", s.Name, diff)
+	}
+	if vx.OperState == netlink.OperDown {
+		return fmt.Errorf("vxlan %q is down", s.Name)
+	}
+	have, err := FloodEntries(vx)
+	if err != nil {
+		return err
+	}
+	for _, r := range remotes {
+		if !slices.Contains(have, r) {
+			return fmt.Errorf("vxlan %q has no flood entry for %s", s.Name, r)
+		}
+	}
+	return nil
+}
+
 func findVXLAN(name string) (*netlink.Vxlan, error) {
 	l, err := netlink.LinkByName(name)
 	if err != nil {

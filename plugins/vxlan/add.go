@@ -1,0 +1,92 @@
+package vxlan
+
+import (
+	"context"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/qos"
+)
+
+func cmdAdd(args *skel.CmdArgs) error {
+	c, err := netconf.ParseVXLAN(args.StdinData)
+	if err != nil {
+		return err
+	}
+	var undo attach.Undo
+	res, err := add(context.Background(), c, args, &undo)
+	if err != nil {
+		return attach.Internal(err, undo.Run())
+	}
+	return attach.Print(res, c.CNIVersion)
+}
+
+func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach.Undo) (*current.Result, error) {
+	mac, err := attach.ParseMAC(c.MAC(attach.CNIArg(args.Args, "MAC"), c.Mac))
+	if err != nil {
+		return nil, err
+	}
+	if err := attach.UsableNetNS(args.Netns); err != nil {
+		return nil, err
+	}
+	u, err := resolveUnderlay(c)
+	if err != nil {
+		return nil, err
+	}
+	p := bridgeport.Port{ContainerID: args.ContainerID, NetNS: args.Netns, IfName: args.IfName, MTU: u.mtu, MAC: mac}
+	rec := &attach.Record{Network: c.Name, Plugin: netconf.TypeVXLAN, ContainerID: args.ContainerID,
+		IfName: args.IfName, NetNS: args.Netns, HostIf: p.HostName(), Bridge: c.BridgeName(), Config: c.Raw}
+	if err := store(c).Put(rec); err != nil {
+		return nil, err
+	}
+	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
+	res, err := ipamOf(c).Add(ctx)
+	if err != nil {
+		return nil, err
+	}
+	undo.Push(func() error { return ipamOf(c).Del(ctx) })
+	br, host, err := join(c, u, &p, undo)
+	if err != nil {
+		return nil, err
+	}
+	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
+	if _, err := p.Configure(res); err != nil {
+		return nil, err
+	}
+	if c.EffectiveQoS != nil {
+		a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
+		if err := qos.Apply(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+			return nil, err
+		}
+		undo.Push(func() error { return qos.Remove(a) })
+	}
+	res.DNS = c.DNS
+	return res, nil
+}
+
+// join makes sure the VNI's devices exist and plugs the pod's veth into the
+// bridge, all under the VNI lock: a concurrent last DEL cannot remove the
+// bridge in between.
+func join(c *netconf.VXLAN, u underlay, p *bridgeport.Port, undo *attach.Undo) (br, host netlink.Link, err error) {
+	unlock, err := lock(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	bridge, err := ensureShared(c, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.BridgeIndex = bridge.Attrs().Index
+	host, err = p.Create()
+	if host != nil || err != nil {
+		undo.Push(func() error { return leave(c, *p) })
+	}
+	return bridge, host, err
+}

@@ -1,0 +1,64 @@
+package vxlan
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/qos"
+)
+
+func cmdCheck(args *skel.CmdArgs) error {
+	c, err := netconf.ParseVXLAN(args.StdinData)
+	if err != nil {
+		return err
+	}
+	prev, err := attach.PrevResult(c.CNIVersion, c.RawPrevResult)
+	if err != nil {
+		return err
+	}
+	if err := attach.UsableNetNS(args.Netns); err != nil {
+		return err
+	}
+	if err := check(c, args); err != nil {
+		return attach.Internal(err, nil)
+	}
+	p := bridgeport.Port{ContainerID: args.ContainerID, NetNS: args.Netns, IfName: args.IfName}
+	br, err := link.ByName(c.BridgeName())
+	if err != nil {
+		return attach.Internal(err, nil)
+	}
+	p.BridgeIndex = br.Attrs().Index
+	if err := p.Check(prev); err != nil {
+		return attach.Internal(err, nil)
+	}
+	if c.EffectiveQoS != nil {
+		a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
+		if err := qos.Check(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+			return attach.Internal(fmt.Errorf("qos of %q: %w", args.IfName, err), nil)
+		}
+	}
+	return nil
+}
+
+// check verifies the VNI's shared devices and IPAM's allocation.
+func check(c *netconf.VXLAN, args *skel.CmdArgs) error {
+	if err := ipamOf(c).Check(context.Background()); err != nil {
+		return err
+	}
+	u, err := resolveUnderlay(c)
+	if err != nil {
+		return err
+	}
+	br, err := link.ByName(c.BridgeName())
+	if err != nil {
+		return err
+	}
+	return link.CheckVXLAN(u.spec(c, br.Attrs().Index), c.RemoteIPs)
+}
