@@ -1,15 +1,85 @@
 # netclass — build, test, demo and benchmark entry points.
-# Every target that needs root or extra packages installs them itself (scripts/deps.sh).
+# `make demo` and `make test` run as root and install what they need
+# (scripts/deps.sh: Debian packages, upstream CNI plugins; Go tools pinned below).
 
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
+CACHE := $(CURDIR)/.cache
 DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
 export GOFLAGS := -buildvcs=false
+export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build install test lint fuzz demo bench clean
+# The CNI plugins netclass ships.
+PLUGINS := netclass-bridge netclass-vxlan netclass-qos
+# Upstream plugins (IPAM delegates, chains in tests and benchmarks), cnitool.
+UPSTREAM_CNI := $(CACHE)/cni
+export NETCLASS_UPSTREAM_CNI := $(UPSTREAM_CNI)
+# Plugin directory the tests use: ours and upstream's side by side.
+TEST_CNI := $(CACHE)/test-cni
+
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CACHE)/tools/staticcheck-$(STATICCHECK_VERSION)
+
+# Packages whose tests run on this machine's kernel (every one; the VM suite
+# adds the stock-kernel ones).
+TEST_PKGS ?= ./...
+TEST_TIMEOUT ?= 30m
+# The VM suite: stock-kernel tests (build tag vmtest) and the whole privileged
+# plugin suite once more, on a distribution kernel.
+VM_PKGS := ./plugins/... ./test/vm/...
+
+.PHONY: all build install deps test test-host fuzz-seeds lint fuzz demo bench clean
 all: build
 
-# Fragments owned by the harnesses (VM runner, Kubernetes test bed).
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
+
+install: build
+	install -d $(DESTDIR)$(CNI_BIN_DIR)
+	install -m 0755 $(addprefix $(BIN)/,$(PLUGINS)) $(DESTDIR)$(CNI_BIN_DIR)/
+
+deps:
+	scripts/deps.sh
+
+# The directory tests execute plugins from: fresh builds of ours, upstream's.
+$(TEST_CNI): build deps
+	@rm -rf $(TEST_CNI) && mkdir -p $(TEST_CNI)
+	@ln -s $(addprefix $(BIN)/,$(PLUGINS)) $(TEST_CNI)/
+	@for f in $(UPSTREAM_CNI)/*; do ln -s $$f $(TEST_CNI)/; done
+
+# Everything: unit, privileged netns tests with real traffic, the fuzz seed
+# corpora (go test runs them), generated files, then the stock-kernel VM suite.
+test: test-host verify-generated test-vm
+
+test-host: $(TEST_CNI)
+	NETCLASS_CNI_PATH=$(TEST_CNI) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+
+lint: $(STATICCHECK)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags vmtest ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p $(dir $@)
+	GOBIN=$(CACHE)/tools/tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(CACHE)/tools/tmp/staticcheck $@ && rmdir $(CACHE)/tools/tmp
+
+# Fuzz every parser for FUZZTIME each (the seed corpora already run in `make test`).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf $(BIN) $(TEST_CNI)
+
+# Fragments owned by the harnesses (VM runner, Kubernetes test bed, API generation).
 -include scripts/*/*.mk

@@ -1,0 +1,124 @@
+package examples
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/netclass-dev/netclass/test/cnitest"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// TestCnitool runs every example the way the README does (cnitool add,
+// check, status, gc, del), in a host namespace that has the example's
+// master device, with state directories moved into the test's.
+func TestCnitool(t *testing.T) {
+	files, _ := filepath.Glob("*.conflist")
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			h := cnitest.NewHost(t)
+			peer := nstest.New(t)
+			nstest.Veth(t, h.NS, "eth1", "192.168.100.11/24", peer, "eth1", "192.168.100.12/24")
+			dir, name := relocate(t, f)
+			pod := nstest.New(t)
+			cnitool := func(args ...string) string {
+				t.Helper()
+				var out []byte
+				err := h.NS.Run(func() error {
+					cmd := exec.Command(filepath.Join(h.Dir, "cnitool"), args...)
+					cmd.Env = append(os.Environ(), "NETCONFPATH="+dir, "CNI_PATH="+h.Dir, "CNI_IFNAME=net1")
+					var err error
+					out, err = cmd.CombinedOutput()
+					return err
+				})
+				if err != nil {
+					t.Fatalf("cnitool %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				return string(out)
+			}
+			res := cnitool("add", name, pod.Path)
+			if !strings.Contains(res, `"sandbox": "`+pod.Path+`"`) {
+				t.Fatalf("add result has no interface in the pod:\n%s", res)
+			}
+			if !pod.HasLink(t, "net1") {
+				t.Fatal("no net1 in the pod after cnitool add")
+			}
+			cnitool("check", name, pod.Path)
+			cnitool("status", name, pod.Path)
+			cnitool("del", name, pod.Path)
+			if pod.HasLink(t, "net1") {
+				t.Fatal("net1 is still in the pod after cnitool del")
+			}
+			// cnitool gc keeps nothing: netclass's state of the attachment goes.
+			cnitool("add", name, pod.Path)
+			cnitool("gc", name, pod.Path)
+			if out, _ := exec.Command("ip", "netns", "exec", pod.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+				t.Errorf("cnitool gc left netclass rules in the pod: %s", out)
+			}
+			if ownsInterface(list(t, f)) && pod.HasLink(t, "net1") {
+				t.Error("cnitool gc left the netclass interface in the pod")
+			}
+			cnitool("del", name, pod.Path)
+		})
+	}
+}
+
+// relocate copies an example into a temporary NETCONFPATH with every state
+// directory (netclass's and host-local's) inside the test's temp dirs.
+func relocate(t *testing.T, file string) (dir, name string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string]any
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list["plugins"].([]any) {
+		pm := p.(map[string]any)
+		if strings.HasPrefix(fmt.Sprint(pm["type"]), "netclass-") {
+			pm["dataDir"] = t.TempDir()
+		}
+		if ipam, ok := pm["ipam"].(map[string]any); ok && ipam["type"] == "host-local" {
+			ipam["dataDir"] = t.TempDir()
+		}
+	}
+	dir = t.TempDir()
+	out, _ := json.Marshal(list)
+	if err := os.WriteFile(filepath.Join(dir, file), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, list["name"].(string)
+}
+
+// list reads an example's plugin types.
+func list(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Plugins []struct {
+			Type string `json:"type"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, p := range l.Plugins {
+		types = append(types, p.Type)
+	}
+	return types
+}
+
+// ownsInterface reports whether a netclass main plugin creates the interface.
+func ownsInterface(types []string) bool {
+	return len(types) > 0 && strings.HasPrefix(types[0], "netclass-") && types[0] != "netclass-qos"
+}

@@ -1,0 +1,66 @@
+// Package examples holds the runnable example network configurations of the
+// README; its tests prove every one of them is valid, and run them with
+// cnitool, the way the README shows.
+package examples
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+)
+
+// TestExamplesAreValid parses every example conflist and validates each
+// netclass plugin in it exactly as the plugin would.
+func TestExamplesAreValid(t *testing.T) {
+	files, err := filepath.Glob("*.conflist")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example conflists: %v", err)
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			list, err := libcni.ConfListFromFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			netclass := 0
+			for _, p := range list.Plugins {
+				var m map[string]any
+				if err := json.Unmarshal(p.Bytes, &m); err != nil {
+					t.Fatal(err)
+				}
+				typ, _ := m["type"].(string)
+				if !strings.HasPrefix(typ, "netclass-") {
+					continue
+				}
+				m["cniVersion"], m["name"] = list.CNIVersion, list.Name
+				b, _ := json.Marshal(m)
+				if _, err := netconf.Parse(b); err != nil {
+					t.Errorf("%s: %v", typ, err)
+				}
+				netclass++
+			}
+			if netclass == 0 {
+				t.Error("the example uses no netclass plugin")
+			}
+		})
+	}
+}
+
+func TestEveryExampleIsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("*.conflist")
+	for _, f := range files {
+		if !strings.Contains(string(readme), "conf/examples/"+f) {
+			t.Errorf("README.md does not mention conf/examples/%s", f)
+		}
+	}
+}
