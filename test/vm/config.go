@@ -3,6 +3,7 @@ package vm
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,12 +21,13 @@ type Config struct {
 	QEMU    string        // qemu binary
 	Agent   string        // absolute path of the vmexec binary, run as the guest's init
 	KeepLog bool          // keep the console log even when the run succeeds
+	Append  string        // extra kernel command line (debugging: "loglevel=7")
 }
 
 const setupHint = "run `make vm-deps` (scripts/vm/setup.sh) first"
 
 // ConfigFromEnv reads NETCLASS_VM_CACHE, NETCLASS_VM_CPUS, NETCLASS_VM_MEM, NETCLASS_VM_TIMEOUT,
-// NETCLASS_VM_ACCEL and NETCLASS_VM_KEEP_LOG, and the kernel release that setup.sh prepared.
+// NETCLASS_VM_ACCEL, NETCLASS_VM_KEEP_LOG and NETCLASS_VM_APPEND, and the kernel release that setup.sh prepared.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := Config{Cache: cacheDir(getenv), Memory: "512M", Timeout: 20 * time.Minute, QEMU: "qemu-system-x86_64"}
 	var err error
@@ -42,6 +44,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	cfg.KeepLog = getenv("NETCLASS_VM_KEEP_LOG") == "1"
+	cfg.Append = getenv("NETCLASS_VM_APPEND")
 	if cfg.Release, err = currentRelease(cfg.Cache); err != nil {
 		return Config{}, err
 	}
@@ -122,6 +125,9 @@ func (c Config) NetdevsimKO() string { return filepath.Join(c.kernelDir(), "netd
 func (c Config) logDir() string { return filepath.Join(c.Cache, "logs") }
 
 func (c Config) check() error {
+	if _, err := exec.LookPath(c.QEMU); err != nil {
+		return fmt.Errorf("find qemu: %s: %w", setupHint, err)
+	}
 	for _, f := range []string{c.vmlinux(), c.initramfs(), c.NetdevsimKO()} {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("the VM kernel %s is incomplete: %s: %w", c.Release, setupHint, err)

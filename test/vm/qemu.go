@@ -44,7 +44,11 @@ func accelArgs(accel string) []string {
 // kernelCmdline names the agent the initramfs hands over to (scripts/vm/setup.sh reads
 // netclass.agent=); panic=-1 with -no-reboot turns a guest panic into qemu exiting.
 func kernelCmdline(cfg Config) string {
-	return "console=ttyS0 quiet panic=-1 mitigations=off netclass.agent=" + cfg.Agent
+	line := "console=ttyS0 quiet panic=-1 mitigations=off netclass.agent=" + cfg.Agent
+	if cfg.Append != "" {
+		line += " " + cfg.Append
+	}
+	return line
 }
 
 // escape doubles the commas of a value inside a qemu option list.

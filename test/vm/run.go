@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Command is a program to run in the guest.
@@ -109,7 +110,11 @@ func openSession(cfg Config, stdout, stderr io.Writer) (*session, error) {
 	return s, nil
 }
 
+// logAge is how long console logs of failed runs are kept.
+const logAge = 7 * 24 * time.Hour
+
 func (s *session) open(cfg Config, stdout, stderr io.Writer) error {
+	pruneLogs(cfg.logDir())
 	log, err := os.CreateTemp(cfg.logDir(), "console-*.log")
 	if err != nil {
 		return fmt.Errorf("create console log in %s: %w", cfg.logDir(), err)
@@ -124,6 +129,16 @@ func (s *session) open(cfg Config, stdout, stderr io.Writer) error {
 	}
 	s.stderr, err = openStream(s.dir, "stderr", stderr)
 	return err
+}
+
+// pruneLogs removes console logs older than logAge; a failure only leaves them there.
+func pruneLogs(dir string) {
+	old, _ := filepath.Glob(filepath.Join(dir, "console-*.log"))
+	for _, f := range old {
+		if st, err := os.Stat(f); err == nil && time.Since(st.ModTime()) > logAge {
+			os.Remove(f)
+		}
+	}
 }
 
 // close releases everything; the streams must have been finished or never started.
