@@ -83,3 +83,7 @@ clean:
 
 # Fragments owned by the harnesses (VM runner, Kubernetes test bed, API generation).
 -include scripts/*/*.mk
+
+# The main job on the embedded scenario, no cluster: prints what it verified.
+demo: $(TEST_CNI)
+	$(BIN)/netclass-demo --cni-path $(TEST_CNI)

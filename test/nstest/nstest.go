@@ -7,6 +7,7 @@ package nstest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -38,24 +39,44 @@ func RequireRoot(t testing.TB) {
 func New(t testing.TB) *NS {
 	t.Helper()
 	RequireRoot(t)
-	name := Prefix + randomHex(5)
-	if err := create(name); err != nil {
-		t.Fatalf("create netns %q: %v", name, err)
+	n, err := Create(Prefix + randomHex(5))
+	if err != nil {
+		t.Fatal(err)
 	}
-	n := &NS{Name: name, Path: "/var/run/netns/" + name}
 	t.Cleanup(func() {
-		if err := netns.DeleteNamed(name); err != nil {
-			t.Errorf("delete netns %q: %v", name, err)
+		if err := n.Delete(); err != nil {
+			t.Errorf("%v", err)
 		}
 	})
-	n.Do(t, func() error {
+	return n
+}
+
+// Create makes a named namespace with lo up (for programs outside tests,
+// such as the demo, which delete it themselves).
+func Create(name string) (*NS, error) {
+	if err := create(name); err != nil {
+		return nil, fmt.Errorf("create netns %q: %w", name, err)
+	}
+	n := &NS{Name: name, Path: "/var/run/netns/" + name}
+	err := n.Run(func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err
 		}
 		return netlink.LinkSetUp(lo)
 	})
-	return n
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("set lo up in %q: %w", name, err), n.Delete())
+	}
+	return n, nil
+}
+
+// Delete removes the namespace (and every link inside it).
+func (n *NS) Delete() error {
+	if err := netns.DeleteNamed(n.Name); err != nil {
+		return fmt.Errorf("delete netns %q: %w", n.Name, err)
+	}
+	return nil
 }
 
 // create makes the named namespace without leaving the calling thread in it.
