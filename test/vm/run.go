@@ -266,7 +266,7 @@ func (c conversation) verify(qerr, outErr error, qemuOut string) (int, error) {
 	}
 	switch {
 	case !c.reported:
-		return -1, fmt.Errorf("the guest stopped without reporting a result (qemu: %v): %w%s", qerr, c.err, detail)
+		return -1, fmt.Errorf("the guest stopped without reporting a result (%s): %w%s", qemuStatus(qerr), c.err, detail)
 	case c.res.Error != "":
 		return -1, fmt.Errorf("guest agent: %s", c.res.Error)
 	case c.err != nil:
@@ -277,4 +277,11 @@ func (c conversation) verify(qerr, outErr error, qemuOut string) (int, error) {
 		return -1, fmt.Errorf("qemu: %w%s", qerr, detail)
 	}
 	return c.res.ExitCode, nil
+}
+
+func qemuStatus(err error) string {
+	if err == nil {
+		return "qemu exited normally: the guest powered off or panicked"
+	}
+	return "qemu: " + err.Error()
 }
