@@ -1,0 +1,233 @@
+package testbed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/exec"
+
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// The node is Ready and the host has what netclass-dra needs: the kubelet's DRA plugin and
+// registration directories and containerd's NRI socket.
+func TestNodeReadyForDRAAndNRI(t *testing.T) {
+	c := testbed.Client(t)
+	node := testbed.NodeName(t, c)
+	for _, dir := range []string{testbed.KubeletDir + "/plugins", testbed.KubeletDir + "/plugins_registry"} {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			t.Errorf("kubelet directory %s: want a directory, got %v (err %v)", dir, fi, err)
+		}
+	}
+	fi, err := os.Stat(testbed.NRISocket)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Errorf("NRI socket %s: want a socket, got %v (err %v)", testbed.NRISocket, fi, err)
+	}
+	n, err := c.CoreV1().Nodes().Get(testbed.Context(t, 30*time.Second), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get node %s: %v", node, err)
+	}
+	var internal string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			internal = a.Address
+		}
+	}
+	if internal == "" {
+		t.Errorf("node %s has no InternalIP: %v", node, n.Status.Addresses)
+	}
+}
+
+// A pod of the local image runs on the primary network, its log line appears, exec works
+// through the API server and the kubelet, and the pod has no route off its bridge.
+func TestPodRunsLogsAndExec(t *testing.T) {
+	c := testbed.Client(t)
+	cfg := testbed.RestConfig(t)
+	ns := testbed.Namespace(t, c)
+	ctx := testbed.Context(t, 2*time.Minute)
+
+	const ready = "netclass-testbed-smoke-ready"
+	pod := testbed.Pod(ns, "smoke", "/bin/sh", "-c", "echo "+ready+"; exec sleep 3600")
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s/smoke: %v", ns, err)
+	}
+	running := testbed.WaitForPodRunning(t, c, ns, "smoke", time.Minute)
+	if running.Status.PodIP == "" || running.Status.PodIP == running.Status.HostIP {
+		t.Errorf("pod IP %q: want an address of the primary CNI network, not the node's %q",
+			running.Status.PodIP, running.Status.HostIP)
+	}
+
+	testbed.Poll(t, ctx, 250*time.Millisecond, "log line of pod "+ns+"/smoke",
+		func(ctx context.Context) (bool, string, error) {
+			logs, err := testbed.Logs(ctx, c, ns, "smoke", "main")
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return strings.Contains(logs, ready), fmt.Sprintf("log %q", logs), nil
+		})
+
+	// PID 1 of the container is its command, which exec'ed sleep.
+	stdout, stderr, err := testbed.Exec(ctx, cfg, ns, "smoke", "main", "/bin/sh", "-c", "echo exec-ok; cat /proc/1/comm")
+	if err != nil {
+		t.Fatalf("exec: %v (stderr %q)", err, stderr)
+	}
+	if want := "exec-ok\nsleep\n"; stdout != want {
+		t.Errorf("exec stdout %q: want %q", stdout, want)
+	}
+
+	_, _, err = testbed.Exec(ctx, cfg, ns, "smoke", "main", "/bin/sh", "-c", "exit 3")
+	var exitErr exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 3 {
+		t.Errorf("exec of a command exiting 3: want an exit error with status 3, got %v", err)
+	}
+
+	routes, stderr, err := testbed.Exec(ctx, cfg, ns, "smoke", "main", "ip", "route", "show")
+	if err != nil {
+		t.Fatalf("exec ip route: %v (stderr %q)", err, stderr)
+	}
+	if !strings.Contains(routes, "dev eth0") {
+		t.Errorf("pod routes %q: want the primary network's route on eth0", routes)
+	}
+	if strings.Contains(routes, "default") {
+		t.Errorf("pod routes %q: the primary network must not give pods a default route", routes)
+	}
+}
+
+// A ResourceSlice published by hand for a fake driver, a DeviceClass and a ResourceClaim: the
+// real scheduler allocates the device to the claim of a pod and binds the pod to the node, and
+// the allocation goes when the pod goes. Nothing runs the fake driver on the node, so the pod
+// itself never starts; that is not what is tested.
+func TestSchedulerAllocatesHandMadeSlice(t *testing.T) {
+	const driver = "testbed-smoke.netclass.dev"
+	c := testbed.Client(t)
+	node := testbed.NodeName(t, c)
+	ns := testbed.Namespace(t, c)
+	ctx := testbed.Context(t, 3*time.Minute)
+
+	// The attribute ties the class to this test's device only, whatever else is published.
+	class, err := c.ResourceV1().DeviceClasses().Create(ctx, &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "testbed-smoke-"},
+		Spec: resourcev1.DeviceClassSpec{
+			Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+				Expression: fmt.Sprintf(`device.driver == %q && device.attributes[%q].?smokeNamespace.orValue("") == %q`, driver, driver, ns),
+			}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create device class: %v", err)
+	}
+	cleanup(t, "device class "+class.Name, func(ctx context.Context) error {
+		return c.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{})
+	})
+
+	slice, err := c.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "testbed-smoke-"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:   driver,
+			Pool:     resourcev1.ResourcePool{Name: ns, Generation: 1, ResourceSliceCount: 1},
+			NodeName: &node,
+			Devices: []resourcev1.Device{{
+				Name: "dev-0",
+				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+					"smokeNamespace": {StringValue: &ns},
+				},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create resource slice: %v", err)
+	}
+	cleanup(t, "resource slice "+slice.Name, func(ctx context.Context) error {
+		return c.ResourceV1().ResourceSlices().Delete(ctx, slice.Name, metav1.DeleteOptions{})
+	})
+
+	claim, err := c.ResourceV1().ResourceClaims(ns).Create(ctx, &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{
+				Name:    "dev",
+				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class.Name},
+			}},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create resource claim: %v", err)
+	}
+
+	pod := testbed.Pod(ns, "smoke", "/bin/sh", "-c", "exec sleep 3600")
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "dev", ResourceClaimName: &claim.Name}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "dev"}}
+	pod, err = c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+
+	var allocated *resourcev1.ResourceClaim
+	testbed.Poll(t, ctx, 250*time.Millisecond, "scheduler allocating claim "+ns+"/smoke",
+		func(ctx context.Context) (bool, string, error) {
+			cl, err := c.ResourceV1().ResourceClaims(ns).Get(ctx, "smoke", metav1.GetOptions{})
+			if err != nil {
+				return false, "", fmt.Errorf("get claim %s/smoke: %w", ns, err)
+			}
+			allocated = cl
+			if cl.Status.Allocation == nil {
+				return false, "not allocated; pod events: " + testbed.Events(ctx, c, ns, "smoke"), nil
+			}
+			return true, "", nil
+		})
+	results := allocated.Status.Allocation.Devices.Results
+	if len(results) != 1 {
+		t.Fatalf("allocation of claim %s/smoke: want 1 device, got %+v", ns, results)
+	}
+	if r := results[0]; r.Request != "dev" || r.Driver != driver || r.Pool != ns || r.Device != "dev-0" {
+		t.Errorf("allocation of claim %s/smoke: want request dev → %s/%s/dev-0, got %+v", ns, driver, ns, r)
+	}
+	reserved := false
+	for _, ref := range allocated.Status.ReservedFor {
+		reserved = reserved || (ref.Resource == "pods" && ref.Name == pod.Name && ref.UID == pod.UID)
+	}
+	if !reserved {
+		t.Errorf("claim %s/smoke: want it reserved for pod %s, got %+v", ns, pod.Name, allocated.Status.ReservedFor)
+	}
+	bound, err := c.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get pod %s/%s: %v", ns, pod.Name, err)
+	}
+	if bound.Spec.NodeName != node {
+		t.Errorf("pod %s/%s: want it bound to node %s, got %q", ns, pod.Name, node, bound.Spec.NodeName)
+	}
+
+	if err := c.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", ns, pod.Name, err)
+	}
+	testbed.Poll(t, ctx, 250*time.Millisecond, "claim "+ns+"/smoke deallocated after its pod went",
+		func(ctx context.Context) (bool, string, error) {
+			cl, err := c.ResourceV1().ResourceClaims(ns).Get(ctx, "smoke", metav1.GetOptions{})
+			if err != nil {
+				return false, "", fmt.Errorf("get claim %s/smoke: %w", ns, err)
+			}
+			note := fmt.Sprintf("allocated %v, reserved for %d", cl.Status.Allocation != nil, len(cl.Status.ReservedFor))
+			return cl.Status.Allocation == nil && len(cl.Status.ReservedFor) == 0, note, nil
+		})
+}
+
+// cleanup deletes a cluster-scoped object when the test ends; "not found" is fine.
+func cleanup(t *testing.T, what string, del func(context.Context) error) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := del(ctx); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete %s: %v", what, err)
+		}
+	})
+}

@@ -1,0 +1,183 @@
+// Package testbed connects Go tests to the single-node Kubernetes test bed that
+// scripts/testbed/up.sh runs on this machine (`make testbed-up`).
+//
+// Every helper fails the test, never skips it, when the test bed is not there: a test that
+// needs a cluster and silently passes without one proves nothing.
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	// KubeconfigEnv names the environment variable that overrides DefaultKubeconfig.
+	KubeconfigEnv = "NETCLASS_KUBECONFIG"
+	// DefaultKubeconfig is where up.sh writes the admin kubeconfig.
+	DefaultKubeconfig = "/run/netclass-testbed/admin.kubeconfig"
+	// Image is the local image up.sh imports: Debian's busybox-static (/bin/sh, ip, nc, …)
+	// and a static pause as entrypoint. Pods must use it with imagePullPolicy Never: the
+	// test bed has no registry.
+	Image = "localhost/netclass-testbed/busybox:1"
+	// KubeletDir is the kubelet root directory of the test bed (the kubelet's default):
+	// DRA plugin sockets go under plugins/, registration under plugins_registry/.
+	KubeletDir = "/var/lib/kubelet"
+	// NRISocket is the NRI socket of the test bed's containerd.
+	NRISocket = "/var/run/nri/nri.sock"
+)
+
+// notRunning is the one message every helper gives when the cluster cannot be reached.
+const notRunning = "the test bed is not running: run `make testbed-up`"
+
+var reachable sync.Map // kubeconfig path → struct{} once /readyz answered ok
+
+// Kubeconfig returns the path of the test bed's admin kubeconfig ($NETCLASS_KUBECONFIG, or
+// DefaultKubeconfig) after checking that the API server behind it answers /readyz. It fails
+// the test when the test bed is not running.
+func Kubeconfig(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(KubeconfigEnv)
+	if path == "" {
+		path = DefaultKubeconfig
+	}
+	if _, ok := reachable.Load(path); ok {
+		return path
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s (kubeconfig %s: %v)", notRunning, path, err)
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatalf("%s (kubeconfig %s: %v)", notRunning, path, err)
+	}
+	if err := ready(cfg); err != nil {
+		t.Fatalf("%s (API server %s from %s: %v)", notRunning, cfg.Host, path, err)
+	}
+	reachable.Store(path, struct{}{})
+	return path
+}
+
+// RestConfig returns a client configuration for the test bed's admin.
+func RestConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	path := Kubeconfig(t)
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatalf("%s (kubeconfig %s: %v)", notRunning, path, err)
+	}
+	return cfg
+}
+
+// Client returns a clientset for the test bed's admin.
+func Client(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(RestConfig(t))
+	if err != nil {
+		t.Fatalf("create clientset: %v", err)
+	}
+	return c
+}
+
+func loadConfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = 30 * time.Second
+	return cfg, nil
+}
+
+func ready(cfg *rest.Config) error {
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create clientset: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("get /readyz: %w", err)
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("get /readyz: answered %q", body)
+	}
+	return nil
+}
+
+// Context returns a context that ends at the test's deadline (go test -timeout) or after
+// limit, whichever comes first, and is cancelled when the test ends.
+func Context(t testing.TB, limit time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if deadline, ok := d.Deadline(); ok {
+			ctx2, cancel2 := context.WithDeadline(ctx, deadline.Add(-5*time.Second))
+			prev := cancel
+			cancel = func() { cancel2(); prev() }
+			ctx = ctx2
+		}
+	}
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// NodeName returns the name of the test bed's only node, failing unless it is Ready.
+func NodeName(t testing.TB, c kubernetes.Interface) string {
+	t.Helper()
+	ctx := Context(t, 30*time.Second)
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	if len(nodes.Items) != 1 {
+		t.Fatalf("the test bed should have exactly one node, it has %d", len(nodes.Items))
+	}
+	node := nodes.Items[0]
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			if cond.Status != corev1.ConditionTrue {
+				t.Fatalf("node %s is not Ready: %s: %s", node.Name, cond.Reason, cond.Message)
+			}
+			return node.Name
+		}
+	}
+	t.Fatalf("node %s has no Ready condition", node.Name)
+	return ""
+}
+
+// Poll calls cond every interval until it reports done, returns an error, or ctx ends; the
+// test fails with what, the last error and cond's last progress note in those cases.
+func Poll(t testing.TB, ctx context.Context, interval time.Duration, what string, cond func(context.Context) (done bool, note string, err error)) {
+	t.Helper()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	var note string
+	for {
+		done, n, err := cond(ctx)
+		if n != "" {
+			note = n
+		}
+		if err != nil {
+			t.Fatalf("%s: %v (last seen: %s)", what, err, note)
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v (last seen: %s)", what, ctx.Err(), note)
+		case <-ticker.C:
+		}
+	}
+}
