@@ -174,7 +174,7 @@ func (s *session) run(ctx context.Context, cfg Config, sp spec) (int, error) {
 	talked := make(chan conversation, 1)
 	go func() { talked <- s.converse(convCtx, sp) }()
 
-	qerr, killed := waitQEMU(ctx, q, exited)
+	killed, qerr := waitQEMU(ctx, q, exited)
 	stopConv()
 	conv := <-talked
 	outErr := errors.Join(s.finishStreams()...)
@@ -185,13 +185,13 @@ func (s *session) run(ctx context.Context, cfg Config, sp spec) (int, error) {
 }
 
 // waitQEMU waits for qemu to exit; when ctx ends first it kills that qemu, by its PID.
-func waitQEMU(ctx context.Context, q *exec.Cmd, exited <-chan error) (error, bool) {
+func waitQEMU(ctx context.Context, q *exec.Cmd, exited <-chan error) (killed bool, err error) {
 	select {
 	case err := <-exited:
-		return err, false
+		return false, err
 	case <-ctx.Done():
 		_ = q.Process.Kill()
-		return <-exited, true
+		return true, <-exited
 	}
 }
 

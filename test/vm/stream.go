@@ -30,12 +30,6 @@ func (m *meter) add(n int) {
 	m.changed = make(chan struct{})
 }
 
-func (m *meter) count() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.n
-}
-
 // waitFor returns once at least want bytes were counted, or when ctx ends.
 func (m *meter) waitFor(ctx context.Context, want int64) error {
 	for {
