@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -85,7 +86,7 @@ func runProgram(sp spec, stdout, stderr *countingWriter) result {
 	if cmd.ProcessState == nil {
 		return result{Error: fmt.Sprintf("start %s: %v", sp.Path, err)}
 	}
-	res := result{ExitCode: exitStatus(cmd.ProcessState), Stdout: stdout.n, Stderr: stderr.n}
+	res := result{ExitCode: exitStatus(cmd.ProcessState), Stdout: stdout.n.Load(), Stderr: stderr.n.Load()}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		fmt.Fprintf(os.Stderr, "netclass-vm agent: %s left processes holding its output\n", sp.Path)
 	}
@@ -99,15 +100,15 @@ func exitStatus(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// countingWriter counts what reaches w.
+// countingWriter counts what reaches w (atomically: after WaitDelay a copy may still run).
 type countingWriter struct {
 	w io.Writer
-	n int64
+	n atomic.Int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 
