@@ -31,16 +31,24 @@ func TestLiveExamples(t *testing.T) {
 	if err := s.InstallCRDs(testbed.Context(t, 2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	files := map[string][]crdschema.Doc{}
+	namespaces := map[string]bool{}
 	for _, file := range exampleFiles(t) {
 		docs, err := crdschema.ReadDocs(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range docs {
+		files[file] = docs
+		for _, doc := range docs {
+			if ns, _, _ := unstructured.NestedString(doc.Object, "metadata", "namespace"); ns != "" && !namespaces[ns] {
+				namespaces[ns] = true
+				s.EnsureNamespace(t, ns)
+			}
+		}
+	}
+	for _, file := range exampleFiles(t) {
+		for i, doc := range files[file] {
 			t.Run(filepath.Base(file)+"/"+strconv.Itoa(i), func(t *testing.T) {
-				if ns, _, _ := unstructured.NestedString(doc.Object, "metadata", "namespace"); ns != "" {
-					s.EnsureNamespace(t, ns)
-				}
 				stored, err := s.Create(context.Background(), doc.Object, true)
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -121,12 +121,23 @@ func (s *Server) client(obj map[string]any) (dynamic.ResourceInterface, *CRD, er
 func (s *Server) EnsureNamespace(t testing.TB, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := s.dyn.Resource(nsResource).Get(ctx, ns, metav1.GetOptions{})
-	if err == nil {
-		return
-	}
-	if !apierrors.IsNotFound(err) {
-		t.Fatalf("get namespace %s: %v", ns, err)
+	// A namespace being deleted (by an earlier run's cleanup) refuses new
+	// objects: wait until it is gone.
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		u, err := s.dyn.Resource(nsResource).Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("get namespace %s: %v", ns, err)
+		}
+		if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != "Terminating" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s still terminating after 2m", ns)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
 	if _, err := s.dyn.Resource(nsResource).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -237,14 +248,24 @@ func (s *Server) Patch(ctx context.Context, obj map[string]any, patch []byte, su
 // object deleted afterwards.
 func RunLive(t *testing.T, s *Server, cases []Case) {
 	t.Helper()
+	// Namespaces are made once for all cases: one deleted after a case
+	// would still be terminating when the next needs it.
+	namespaces := map[string]bool{}
+	for _, tc := range cases {
+		for _, y := range []string{tc.Old, tc.Obj} {
+			if obj, err := ParseObject(y); err == nil {
+				if ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace"); ns != "" && !namespaces[ns] {
+					namespaces[ns] = true
+					s.EnsureNamespace(t, ns)
+				}
+			}
+		}
+	}
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			obj, err := ParseObject(tc.Obj)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace"); ns != "" {
-				s.EnsureNamespace(t, ns)
 			}
 			ctx := context.Background()
 			var stored map[string]any
