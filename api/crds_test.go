@@ -6,34 +6,18 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/netclass-dev/netclass/api/internal/crdschema"
-	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
-	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 )
 
 const approvalAnnotation = "api-approved.kubernetes.io"
-
-func loadCRDs(t *testing.T) map[string]*crdschema.CRD {
-	t.Helper()
-	dir, err := crdschema.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := crdschema.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return crds
-}
 
 // TestCRDManifests checks that conf/crd holds exactly the six CRDs, each with
 // the group, version, scope, names, subresource and annotation it must have,
 // and that the API server's own CRD validation (structural schema, CEL
 // compilation and cost limits) accepts it.
 func TestCRDManifests(t *testing.T) {
-	crds := loadCRDs(t)
+	crds := crdschema.LoadRepo(t)
 	tests := []struct {
 		kind, group, version, plural string
 		scope                        apiextensionsv1.ResourceScope
@@ -113,13 +97,8 @@ func TestCRDManifests(t *testing.T) {
 // the scheme built from the Go packages, so the YAML and the Go types name
 // the same things.
 func TestCRDKindsRegistered(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{multinetworkv1.AddToScheme, netclassv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for kind, c := range loadCRDs(t) {
+	scheme := bothGroups(t)
+	for kind, c := range crdschema.LoadRepo(t) {
 		gvk := c.GroupVersionKind()
 		if !scheme.Recognizes(gvk) {
 			t.Errorf("%s: %s not registered in the scheme", kind, gvk)
@@ -134,7 +113,7 @@ func TestCRDKindsRegistered(t *testing.T) {
 // TestApprovalAnnotationRequired shows that the annotation test above is not
 // vacuous: the API server's CRD validation refuses a *.k8s.io CRD without it.
 func TestApprovalAnnotationRequired(t *testing.T) {
-	c := loadCRDs(t)["PodNetwork"]
+	c := crdschema.LoadRepo(t)["PodNetwork"]
 	if c == nil {
 		t.Fatal("no PodNetwork CRD")
 	}
@@ -153,7 +132,7 @@ func TestApprovalAnnotationRequired(t *testing.T) {
 // 256 KiB in total.
 func TestCRDsFitClientSideApply(t *testing.T) {
 	const annotationLimit = 256 * 1024
-	for kind, c := range loadCRDs(t) {
+	for kind, c := range crdschema.LoadRepo(t) {
 		data, err := json.Marshal(c.Definition)
 		if err != nil {
 			t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 
 	"github.com/netclass-dev/netclass/api/internal/crdschema"
+	"github.com/netclass-dev/netclass/api/internal/roundtrip"
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 )
@@ -49,7 +49,7 @@ func exampleFiles(t *testing.T) []string {
 	return files
 }
 
-func strictSerializer(t *testing.T) *kjson.Serializer {
+func bothGroups(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{multinetworkv1.AddToScheme, netclassv1alpha1.AddToScheme} {
@@ -57,25 +57,17 @@ func strictSerializer(t *testing.T) *kjson.Serializer {
 			t.Fatal(err)
 		}
 	}
-	return kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
+	return scheme
 }
 
 // decodeStrict returns the decoded object and its strict-decoding errors.
-func decodeStrict(t *testing.T, s *kjson.Serializer, data []byte) (runtime.Object, []string) {
+func decodeStrict(t *testing.T, scheme *runtime.Scheme, data []byte) (runtime.Object, []string) {
 	t.Helper()
-	obj, _, err := s.Decode(data, nil, nil)
-	if err == nil {
-		return obj, nil
+	obj, unknown, err := roundtrip.DecodeStrict(scheme, data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	strict, ok := runtime.AsStrictDecodingError(err)
-	if !ok || obj == nil {
-		t.Fatalf("decode: %v", err)
-	}
-	var msgs []string
-	for _, e := range strict.Errors() {
-		msgs = append(msgs, e.Error())
-	}
-	return obj, msgs
+	return obj, unknown
 }
 
 // TestExamples checks every example and seed manifest: it decodes strictly
@@ -83,8 +75,8 @@ func decodeStrict(t *testing.T, s *kjson.Serializer, data []byte) (runtime.Objec
 // what the API server would store decodes into the Go types without losing
 // a field.
 func TestExamples(t *testing.T) {
-	crds := loadCRDs(t)
-	s := strictSerializer(t)
+	crds := crdschema.LoadRepo(t)
+	s := bothGroups(t)
 	kinds := map[string]bool{}
 	for _, file := range exampleFiles(t) {
 		docs, err := crdschema.ReadDocs(file)

@@ -24,7 +24,7 @@ import (
 // TestLiveExamples dry-run creates every example and seed manifest with
 // strict field validation on the test bed's API server.
 func TestLiveExamples(t *testing.T) {
-	s, err := crdschema.NewServer(testbed.RestConfig(t), loadCRDs(t))
+	s, err := crdschema.NewServer(testbed.RestConfig(t), crdschema.LoadRepo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func contains(g, w any) bool {
 // TestLiveApprovalAnnotationRequired shows on the real API server what the
 // annotation is for: the PodNetwork CRD without it is refused.
 func TestLiveApprovalAnnotationRequired(t *testing.T) {
-	c := loadCRDs(t)["PodNetwork"]
+	c := crdschema.LoadRepo(t)["PodNetwork"]
 	stripped, err := c.WithoutAnnotation(approvalAnnotation)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -333,4 +334,18 @@ func (c *CRD) WithoutAnnotation(key string) (*CRD, error) {
 	cp := *c
 	cp.Definition, cp.internal = v1, &internal
 	return &cp, nil
+}
+
+// LoadRepo loads the CRDs of the repository's conf/crd, failing the test on error.
+func LoadRepo(t testing.TB) map[string]*CRD {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crds
 }

@@ -6,6 +6,7 @@ package roundtrip
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"reflect"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"sigs.k8s.io/randfill"
 )
 
@@ -143,4 +145,49 @@ func checkJSON(t *testing.T, scheme *runtime.Scheme, obj runtime.Object) {
 	if !apiequality.Semantic.DeepEqual(obj, back) {
 		t.Fatalf("JSON round trip changed the object (-before +after):\n%s", jsonDiff(t, data, mustJSON(t, back)))
 	}
+}
+
+// CheckKinds checks that the scheme registers exactly the given kinds of gv,
+// each as the given Go type, in both directions (kind → type, type → kind).
+func CheckKinds(t *testing.T, scheme *runtime.Scheme, gv schema.GroupVersion, kinds map[string]runtime.Object) {
+	t.Helper()
+	for kind, want := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			gvk := gv.WithKind(kind)
+			obj, err := scheme.New(gvk)
+			if err != nil {
+				t.Fatalf("scheme.New(%s): %v", gvk, err)
+			}
+			if reflect.TypeOf(obj) != reflect.TypeOf(want) {
+				t.Fatalf("scheme.New(%s) = %T, want %T", gvk, obj, want)
+			}
+			gvks, _, err := scheme.ObjectKinds(want)
+			if err != nil || len(gvks) != 1 || gvks[0] != gvk {
+				t.Fatalf("ObjectKinds(%T) = %v, %v; want [%s]", want, gvks, err, gvk)
+			}
+		})
+	}
+	if got := Kinds(scheme, gv); len(got) != len(kinds) {
+		t.Errorf("scheme registers %v in %s, want the %d kinds of the test", got, gv, len(kinds))
+	}
+}
+
+// DecodeStrict decodes a YAML or JSON object through the scheme with strict
+// decoding. It returns the object and the strict errors (unknown or
+// duplicate fields), which do not stop the decoding; other errors do.
+func DecodeStrict(scheme *runtime.Scheme, data []byte) (runtime.Object, []string, error) {
+	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
+	obj, _, err := s.Decode(data, nil, nil)
+	if err == nil {
+		return obj, nil, nil
+	}
+	strict, ok := runtime.AsStrictDecodingError(err)
+	if !ok || obj == nil {
+		return nil, nil, fmt.Errorf("decode: %w", err)
+	}
+	var msgs []string
+	for _, e := range strict.Errors() {
+		msgs = append(msgs, e.Error())
+	}
+	return obj, msgs, nil
 }

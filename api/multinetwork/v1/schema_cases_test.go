@@ -1,9 +1,7 @@
 package v1_test
 
 import (
-	"encoding/json"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -14,67 +12,6 @@ import (
 // and, with the testbed build tag, against a real API server
 // (testbed_test.go). Object names start with "apitest-" so the live run
 // cannot collide with anything else in the cluster.
-
-func nested(obj map[string]any, path ...string) (any, bool) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[p]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func wantField(path string, want any) func(testing.TB, map[string]any) {
-	return func(t testing.TB, stored map[string]any) {
-		t.Helper()
-		got, ok := nested(stored, strings.Split(path, ".")...)
-		if !ok {
-			t.Fatalf("stored object has no %s", path)
-		}
-		if !reflect.DeepEqual(normalize(t, got), normalize(t, want)) {
-			t.Fatalf("stored %s = %v, want %v", path, got, want)
-		}
-	}
-}
-
-func wantNoField(path string) func(testing.TB, map[string]any) {
-	return func(t testing.TB, stored map[string]any) {
-		t.Helper()
-		if got, ok := nested(stored, strings.Split(path, ".")...); ok {
-			t.Fatalf("stored object has %s = %v, want none", path, got)
-		}
-	}
-}
-
-func checks(fs ...func(testing.TB, map[string]any)) func(testing.TB, map[string]any) {
-	return func(t testing.TB, stored map[string]any) {
-		t.Helper()
-		for _, f := range fs {
-			f(t, stored)
-		}
-	}
-}
-
-// normalize makes JSON numbers comparable whatever decoded them (int64
-// from the API client, float64 from YAML).
-func normalize(t testing.TB, v any) any {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // seedCases are the verbatim seed examples: they must be accepted with
 // strict field validation, their parameters kept to the last value, and
@@ -92,11 +29,11 @@ func seedCases(t *testing.T) []crdschema.Case {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs := []func(testing.TB, map[string]any){wantField("spec", docs[0].Object["spec"]), wantNoField("status")}
-		if params, ok := nested(docs[0].Object, "spec", "parameters"); ok {
-			fs = append(fs, wantField("spec.parameters", params))
+		fs := []func(testing.TB, map[string]any){crdschema.WantField("spec", docs[0].Object["spec"]), crdschema.WantNoField("status")}
+		if params, ok := crdschema.Nested(docs[0].Object, "spec", "parameters"); ok {
+			fs = append(fs, crdschema.WantField("spec.parameters", params))
 		}
-		cases = append(cases, crdschema.Case{Name: "seed/" + sd.file, Obj: string(raw), Check: checks(fs...)})
+		cases = append(cases, crdschema.Case{Name: "seed/" + sd.file, Obj: string(raw), Check: crdschema.All(fs...)})
 	}
 	return cases
 }
@@ -129,7 +66,7 @@ status:
   conditions:
   - {type: Accepted, status: "True", reason: Accepted, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}
 `,
-		Check: wantField("status.conditions", []any{map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}),
+		Check: crdschema.WantField("status.conditions", []any{map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}),
 	},
 }
 
@@ -157,18 +94,18 @@ func conditions(n int) string {
 var podNetworkCases = []crdschema.Case{
 	{
 		Name: "valid, parameters kept", Obj: podNetwork,
-		Check: wantField("spec.parameters", map[string]any{"type": "netclass-bridge", "bridge": "blue0", "ipam": map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": "10.10.1.0/24"}}}}}),
+		Check: crdschema.WantField("spec.parameters", map[string]any{"type": "netclass-bridge", "bridge": "blue0", "ipam": map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": "10.10.1.0/24"}}}}}),
 	},
-	{Name: "enabled defaults to true", Obj: podNetworkWith("  enabled: true\n", ""), Check: wantField("spec.enabled", true)},
+	{Name: "enabled defaults to true", Obj: podNetworkWith("  enabled: true\n", ""), Check: crdschema.WantField("spec.enabled", true)},
 	{Name: "netclass provider without a path", Obj: podNetworkWith("example.net/apitest", "netclass.dev")},
 	{Name: "provider missing", Obj: podNetworkWith("  provider: example.net/apitest\n", ""), WantErr: "spec.provider: Required value"},
 	{Name: "provider empty", Obj: podNetworkWith("example.net/apitest", `""`), WantErr: "spec.provider: Invalid value"},
 	{Name: "provider too long", Obj: podNetworkWith("example.net/apitest", "example.net/"+strings.Repeat("p", 242)), WantErr: "spec.provider: Too long"},
 	{Name: "parameters not an object", Obj: podNetworkWith("parameters: {type: netclass-bridge, bridge: blue0, ipam: {type: host-local, ranges: [[{subnet: 10.10.1.0/24}]]}}", "parameters: [1, 2]"), WantErr: "spec.parameters: Invalid value: *must be of type object"},
 	{Name: "provider immutable", Old: podNetwork, Obj: podNetworkWith("example.net/apitest", "example.net/other"), WantErr: "spec.provider: Invalid value: *: Value is immutable"},
-	{Name: "enabled may change", Old: podNetwork, Obj: podNetworkWith("enabled: true", "enabled: false"), Check: wantField("spec.enabled", false)},
-	{Name: "parameters may change", Old: podNetwork, Obj: podNetworkWith("bridge: blue0", "bridge: blue1"), Check: wantField("spec.parameters.bridge", "blue1")},
-	{Name: "create ignores status", Obj: podNetwork + conditions(1), Check: wantNoField("status")},
+	{Name: "enabled may change", Old: podNetwork, Obj: podNetworkWith("enabled: true", "enabled: false"), Check: crdschema.WantField("spec.enabled", false)},
+	{Name: "parameters may change", Old: podNetwork, Obj: podNetworkWith("bridge: blue0", "bridge: blue1"), Check: crdschema.WantField("spec.parameters.bridge", "blue1")},
+	{Name: "create ignores status", Obj: podNetwork + conditions(1), Check: crdschema.WantNoField("status")},
 	{Name: "status with five conditions", Old: podNetwork, Status: true, Obj: podNetwork + conditions(5)},
 	{Name: "status with six conditions", Old: podNetwork, Status: true, Obj: podNetwork + conditions(6), WantErr: "status.conditions: Too many"},
 	{
@@ -193,6 +130,6 @@ var podNetworkCases = []crdschema.Case{
 	{
 		Name: "empty status gets the default Ready=Unknown condition", Old: podNetwork, Status: true,
 		Obj:   podNetwork + "status: {}\n",
-		Check: wantField("status.conditions", []any{map[string]any{"type": "Ready", "status": "Unknown", "reason": "Pending", "message": "Waiting for controller", "lastTransitionTime": "1970-01-01T00:00:00Z"}}),
+		Check: crdschema.WantField("status.conditions", []any{map[string]any{"type": "Ready", "status": "Unknown", "reason": "Pending", "message": "Waiting for controller", "lastTransitionTime": "1970-01-01T00:00:00Z"}}),
 	},
 }

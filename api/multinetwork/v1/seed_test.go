@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 
 	"github.com/netclass-dev/netclass/api/internal/crdschema"
+	"github.com/netclass-dev/netclass/api/internal/roundtrip"
 	v1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 )
 
@@ -42,26 +42,15 @@ func testdata(t *testing.T, file string) string {
 	return filepath.Join(dir, "testdata", file)
 }
 
-// strictDecode decodes one YAML document through the scheme with strict
-// decoding and returns the object and the strict errors (unknown or
-// duplicate fields), failing on any other error.
+// strictDecode decodes one YAML document strictly through the scheme and
+// returns the object and its strict-decoding errors.
 func strictDecode(t *testing.T, raw []byte) (runtime.Object, []string) {
 	t.Helper()
-	scheme := newScheme(t)
-	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
-	obj, _, err := s.Decode(raw, nil, nil)
-	if err == nil {
-		return obj, nil
+	obj, unknown, err := roundtrip.DecodeStrict(newScheme(t), raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	strict, ok := runtime.AsStrictDecodingError(err)
-	if !ok || obj == nil {
-		t.Fatalf("decode: %v", err)
-	}
-	var msgs []string
-	for _, e := range strict.Errors() {
-		msgs = append(msgs, e.Error())
-	}
-	return obj, msgs
+	return obj, unknown
 }
 
 func TestSeedExamplesDecodeStrictly(t *testing.T) {

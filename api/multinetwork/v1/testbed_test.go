@@ -17,7 +17,7 @@ import (
 
 func liveServer(t *testing.T) *crdschema.Server {
 	t.Helper()
-	s, err := crdschema.NewServer(testbed.RestConfig(t), loadCRDs(t))
+	s, err := crdschema.NewServer(testbed.RestConfig(t), crdschema.LoadRepo(t))
 	if err != nil {
 		t.Fatal(err)
 	}

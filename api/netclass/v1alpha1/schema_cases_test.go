@@ -1,11 +1,8 @@
 package v1alpha1_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
-	"testing"
 
 	"github.com/netclass-dev/netclass/api/internal/crdschema"
 )
@@ -14,48 +11,6 @@ import (
 // and, with the testbed build tag, against a real API server
 // (testbed_test.go). Object names start with "apitest-" so the live run
 // cannot collide with anything else in the cluster.
-
-func nested(obj map[string]any, path ...string) (any, bool) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[p]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// normalize makes JSON numbers comparable whatever decoded them.
-func normalize(t testing.TB, v any) any {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func wantField(path string, want any) func(testing.TB, map[string]any) {
-	return func(t testing.TB, stored map[string]any) {
-		t.Helper()
-		got, ok := nested(stored, strings.Split(path, ".")...)
-		if !ok {
-			t.Fatalf("stored object has no %s", path)
-		}
-		if !reflect.DeepEqual(normalize(t, got), normalize(t, want)) {
-			t.Fatalf("stored %s = %v, want %v", path, got, want)
-		}
-	}
-}
 
 // edit returns base with old replaced by new (exactly once: a case whose
 // edit does not apply must not silently test the base object).
@@ -92,8 +47,8 @@ spec:
 `
 
 var clusterNetworkCases = []crdschema.Case{
-	{Name: "vlan", Obj: vlanClusterNetwork, Check: wantField("spec.ipam.routes", []any{map[string]any{"dst": "0.0.0.0/0"}})},
-	{Name: "vxlan, port defaults to 4789", Obj: vxlanClusterNetwork, Check: wantField("spec.defaultOptions.vxlan.port", 4789)},
+	{Name: "vlan", Obj: vlanClusterNetwork, Check: crdschema.WantField("spec.ipam.routes", []any{map[string]any{"dst": "0.0.0.0/0"}})},
+	{Name: "vxlan, port defaults to 4789", Obj: vxlanClusterNetwork, Check: crdschema.WantField("spec.defaultOptions.vxlan.port", 4789)},
 	{Name: "vxlan with local and multicast group", Obj: edit(vxlanClusterNetwork, `{master: eth0, remotes: [192.0.2.1, "2001:db8::1"], learning: false}`, `{local: 192.0.2.10, group: 239.1.1.1, port: 8472, mtu: 1450}`)},
 	{Name: "vxlan with an IPv6 multicast group", Obj: edit(vxlanClusterNetwork, `remotes: [192.0.2.1, "2001:db8::1"]`, `group: "ff05::1:3"`)},
 	{Name: "type only", Obj: edit(vlanClusterNetwork, "  defaultOptions:\n    vlan: {master: eth1, mtu: 1500}\n", "")},
@@ -120,11 +75,11 @@ var clusterNetworkCases = []crdschema.Case{
 	{Name: "name of 64 characters", Obj: edit(vlanClusterNetwork, "name: apitest-vlan", "name: apitest-"+strings.Repeat("a", 56)), WantErr: "ClusterNetwork names are at most 63 characters"},
 	{Name: "name of 63 characters", Obj: edit(vlanClusterNetwork, "name: apitest-vlan", "name: apitest-"+strings.Repeat("a", 55))},
 	{Name: "type immutable", Old: vxlanClusterNetwork, Obj: edit(vxlanClusterNetwork, "type: netclass-vxlan\n  defaultOptions:\n    vxlan: {master: eth0, remotes: [192.0.2.1, \"2001:db8::1\"], learning: false}", "type: netclass-vlan"), WantErr: "spec.type: Invalid value: *type is immutable"},
-	{Name: "options may change", Old: vlanClusterNetwork, Obj: edit(vlanClusterNetwork, "master: eth1", "master: eth2"), Check: wantField("spec.defaultOptions.vlan.master", "eth2")},
+	{Name: "options may change", Old: vlanClusterNetwork, Obj: edit(vlanClusterNetwork, "master: eth1", "master: eth2"), Check: crdschema.WantField("spec.defaultOptions.vlan.master", "eth2")},
 	{
 		Name: "status counts and condition", Old: vlanClusterNetwork, Status: true,
 		Obj:   vlanClusterNetwork + "status:\n  nodes: 3\n  readyNodes: 2\n  observedGeneration: 1\n  conditions:\n  - {type: Ready, status: \"True\", reason: Ready, message: \"2 of 3 nodes\", lastTransitionTime: \"2026-01-01T00:00:00Z\"}\n",
-		Check: wantField("status.readyNodes", 2),
+		Check: crdschema.WantField("status.readyNodes", 2),
 	},
 }
 
@@ -142,16 +97,16 @@ spec:
 `
 
 var nodeNetworkCases = []crdschema.Case{
-	{Name: "valid", Obj: nodeNetwork, Check: wantField("spec.options.vxlan.port", 4789)},
+	{Name: "valid", Obj: nodeNetwork, Check: crdschema.WantField("spec.options.vxlan.port", 4789)},
 	{Name: "nodeName missing", Obj: edit(nodeNetwork, "  nodeName: node-1\n", ""), WantErr: "spec.nodeName: Required value"},
 	{Name: "clusterNetworkName missing", Obj: edit(nodeNetwork, "  clusterNetworkName: apitest-vxlan\n", ""), WantErr: "spec.clusterNetworkName: Required value"},
 	{Name: "nodeName immutable", Old: nodeNetwork, Obj: edit(nodeNetwork, "nodeName: node-1", "nodeName: node-2"), WantErr: "spec.nodeName: Invalid value: *nodeName is immutable"},
 	{Name: "clusterNetworkName immutable", Old: nodeNetwork, Obj: edit(nodeNetwork, "clusterNetworkName: apitest-vxlan", "clusterNetworkName: other"), WantErr: "spec.clusterNetworkName: Invalid value: *clusterNetworkName is immutable"},
-	{Name: "options may change", Old: nodeNetwork, Obj: edit(nodeNetwork, "local: 192.0.2.11", "local: 192.0.2.21"), Check: wantField("spec.options.vxlan.local", "192.0.2.21")},
+	{Name: "options may change", Old: nodeNetwork, Obj: edit(nodeNetwork, "local: 192.0.2.11", "local: 192.0.2.21"), Check: crdschema.WantField("spec.options.vxlan.local", "192.0.2.21")},
 	{
 		Name: "status from the node daemon", Old: nodeNetwork, Status: true,
 		Obj:   nodeNetwork + "status:\n  master: eth0\n  localAddress: 192.0.2.11\n  mtu: 1450\n  conditions:\n  - {type: Ready, status: \"False\", reason: MasterNotFound, message: \"no device eth0\", lastTransitionTime: \"2026-01-01T00:00:00Z\"}\n",
-		Check: wantField("status.localAddress", "192.0.2.11"),
+		Check: crdschema.WantField("status.localAddress", "192.0.2.11"),
 	},
 	{
 		Name: "status with a bad local address", Old: nodeNetwork, Status: true,
@@ -184,7 +139,7 @@ spec:
 `
 
 var networkCases = []crdschema.Case{
-	{Name: "vlan", Obj: vlanNetwork, Check: wantField("spec.ipam", map[string]any{"type": "static", "addresses": []any{map[string]any{"address": "10.1.0.5/24"}}})},
+	{Name: "vlan", Obj: vlanNetwork, Check: crdschema.WantField("spec.ipam", map[string]any{"type": "static", "addresses": []any{map[string]any{"address": "10.1.0.5/24"}}})},
 	{Name: "vxlan", Obj: vxlanNetwork},
 	{Name: "vlanId 1", Obj: edit(vlanNetwork, "vlanId: 100", "vlanId: 1")},
 	{Name: "vlanId 4094", Obj: edit(vlanNetwork, "vlanId: 100", "vlanId: 4094")},
@@ -203,7 +158,7 @@ var networkCases = []crdschema.Case{
 	{Name: "vni immutable", Old: vxlanNetwork, Obj: edit(vxlanNetwork, "vni: 5001", "vni: 5002"), WantErr: "spec.vni: Invalid value: *vni is immutable"},
 	{Name: "vlanId replaced by vni", Old: vlanNetwork, Obj: edit(vlanNetwork, "vlanId: 100", "vni: 100"), WantErr: "spec: Invalid value: *vlanId and vni cannot be added or removed"},
 	{Name: "clusterNetworkName immutable", Old: vlanNetwork, Obj: edit(vlanNetwork, "clusterNetworkName: apitest-vlan", "clusterNetworkName: other"), WantErr: "spec.clusterNetworkName: Invalid value: *clusterNetworkName is immutable"},
-	{Name: "mtu, ipam and qos may change", Old: vxlanNetwork, Obj: edit(vxlanNetwork, "mtu: 1400", "mtu: 1300\n  ipam: {type: dhcp}\n  qos: {dscp: 46}"), Check: wantField("spec.qos.dscp", 46)},
+	{Name: "mtu, ipam and qos may change", Old: vxlanNetwork, Obj: edit(vxlanNetwork, "mtu: 1400", "mtu: 1300\n  ipam: {type: dhcp}\n  qos: {dscp: 46}"), Check: crdschema.WantField("spec.qos.dscp", 46)},
 	{
 		Name: "status with the rendered config", Old: vxlanNetwork, Status: true,
 		Obj: vxlanNetwork + `status:
@@ -213,7 +168,7 @@ var networkCases = []crdschema.Case{
   conditions:
   - {type: Ready, status: "True", reason: Ready, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}
 `,
-		Check: wantField("status.config.ipam.ranges", []any{[]any{map[string]any{"subnet": "10.51.0.0/16"}}}),
+		Check: crdschema.WantField("status.config.ipam.ranges", []any{[]any{map[string]any{"subnet": "10.51.0.0/16"}}}),
 	},
 }
 
@@ -297,10 +252,10 @@ var networkQoSCases = []crdschema.Case{
 	{Name: "NetworkAttachmentDefinitions selection", Obj: edit(networkQoS, "  podSelector:", "  networkSelectors:\n  - {networkSelectionType: NetworkAttachmentDefinitions}\n  podSelector:"), WantErr: `spec.networkSelectors[0].networkSelectionType: Unsupported value: "NetworkAttachmentDefinitions"`},
 	{Name: "selection type repeated", Obj: edit(networkQoS, "  podSelector:", "  networkSelectors:\n  - {networkSelectionType: Networks, networkSelector: {}}\n  - {networkSelectionType: Networks, networkSelector: {matchLabels: {a: b}}}\n  podSelector:"), WantErr: "spec.networkSelectors[1]: Duplicate value"},
 	{Name: "network selectors immutable", Old: edit(networkQoS, "  podSelector:", withNetworkSelectors), Obj: edit(networkQoS, "  podSelector:", strings.Replace(withNetworkSelectors, "qos: video", "qos: audio", 1)), WantErr: "spec.networkSelectors: Invalid value: *networkSelectors is immutable"},
-	{Name: "rules and priority may change", Old: networkQoS, Obj: edit(edit(networkQoS, "dscp: 34", "dscp: 46"), "priority: 10", "priority: 11"), Check: wantField("spec.priority", 11)},
+	{Name: "rules and priority may change", Old: networkQoS, Obj: edit(edit(networkQoS, "dscp: 34", "dscp: 46"), "priority: 10", "priority: 11"), Check: crdschema.WantField("spec.priority", 11)},
 	{
 		Name: "status", Old: networkQoS, Status: true,
 		Obj:   networkQoS + "status:\n  status: NetworkQoS applied\n  conditions:\n  - {type: Ready, status: \"True\", reason: Applied, message: \"\", lastTransitionTime: \"2026-01-01T00:00:00Z\"}\n",
-		Check: wantField("status.status", "NetworkQoS applied"),
+		Check: crdschema.WantField("status.status", "NetworkQoS applied"),
 	},
 }
