@@ -115,14 +115,16 @@ func ready(cfg *rest.Config) error {
 	return nil
 }
 
-// Context returns a context that ends at the test's deadline (go test -timeout) or after
-// limit, whichever comes first, and is cancelled when the test ends.
+// Context returns a context that ends after limit, or earlier so that a quarter of the time
+// left before the test binary's deadline (go test -timeout), at least 10 s and at most
+// NamespaceTimeout, remains for cleanups. It is cancelled when the test ends.
 func Context(t testing.TB, limit time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if deadline, ok := d.Deadline(); ok {
-			ctx2, cancel2 := context.WithDeadline(ctx, deadline.Add(-5*time.Second))
+			reserve := min(max(time.Until(deadline)/4, 10*time.Second), NamespaceTimeout)
+			ctx2, cancel2 := context.WithDeadline(ctx, deadline.Add(-reserve))
 			prev := cancel
 			cancel = func() { cancel2(); prev() }
 			ctx = ctx2
