@@ -1,3 +1,5 @@
+//go:build testbed
+
 package testbed_test
 
 import (
