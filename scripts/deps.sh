@@ -12,13 +12,14 @@ fi
 
 # command -> Debian package
 declare -A need=(
+	[time]=time
 	[ip]=iproute2 [tc]=iproute2 [bridge]=iproute2
 	[nft]=nftables [iptables]=iptables
 	[modprobe]=kmod
 )
 missing=()
 for cmd in "${!need[@]}"; do
-	command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
+	type -P "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)

@@ -28,9 +28,15 @@ func UsableNetNS(path string) error {
 	return n.Close()
 }
 
+// ErrPluginNotAvailable is the spec's code 50 (STATUS: the plugin cannot
+// serve ADDs now). cni v1.3.0, the version the upstream plugins ship with,
+// predates its constant; v1.3.1 would link OpenTelemetry and net/http into
+// every plugin through pkg/invoke.
+const ErrPluginNotAvailable uint = 50
+
 // Unavailable is CNI error 50, STATUS's "cannot serve ADDs now".
 func Unavailable(err error) error {
-	return types.NewError(types.ErrPluginNotAvailable, err.Error(), "")
+	return types.NewError(ErrPluginNotAvailable, err.Error(), "")
 }
 
 // Internal keeps a CNI error as it is and turns anything else into error

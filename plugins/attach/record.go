@@ -54,7 +54,10 @@ func (s Store) path(network, containerID, ifname string) (string, error) {
 	return filepath.Join(s.Dir, network, containerID+"."+ifname+".json"), nil
 }
 
-// Put writes the record atomically (temporary file, fsync, rename).
+// Put writes the record atomically (temporary file, rename). It is not
+// fsynced: a record describes kernel objects (links, qdiscs, rules) that do
+// not survive a reboot, so it only has to survive the death of a process,
+// which the page cache guarantees. That saves an fsync per ADD.
 func (s Store) Put(r *Record) error {
 	p, err := s.path(r.Network, r.ContainerID, r.IfName)
 	if err != nil {
@@ -64,7 +67,7 @@ func (s Store) Put(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode record of %s/%s: %w", r.ContainerID, r.IfName, err)
 	}
-	return WriteFileAtomic(p, data)
+	return writeFile(p, data, false)
 }
 
 // Get reads a record; a missing record returns (nil, nil).
@@ -130,8 +133,10 @@ func readRecord(p string) (*Record, error) {
 }
 
 // WriteFileAtomic replaces path with data so that readers see the old or
-// the new content, never a torn file, even across a crash.
-func WriteFileAtomic(path string, data []byte) error {
+// the new content, never a torn file, even across a machine crash.
+func WriteFileAtomic(path string, data []byte) error { return writeFile(path, data, true) }
+
+func writeFile(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -142,7 +147,10 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	serr := f.Sync()
+	var serr error
+	if durable {
+		serr = f.Sync()
+	}
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(tmp)
@@ -151,6 +159,9 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	if !durable {
+		return nil
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync() // make the rename durable; best effort on filesystems without dir fsync

@@ -1,6 +1,9 @@
 package attach
 
-import "errors"
+import (
+	"errors"
+	"sync"
+)
 
 // Undo collects the inverse of every step of an ADD, so a failed ADD leaves
 // nothing behind: Run executes them in reverse order.
@@ -19,5 +22,23 @@ func (u *Undo) Run() error {
 		errs = append(errs, u.steps[i]())
 	}
 	u.steps = nil
+	return errors.Join(errs...)
+}
+
+// Parallel runs independent steps at once and joins their errors. Teardown
+// steps that each wait for the kernel (an RCU grace period to delete a
+// link or an nftables table, an IPAM plugin to exit) then overlap instead
+// of adding up.
+func Parallel(steps ...func() error) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = step()
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -50,21 +50,7 @@ func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attac
 	}
 	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
 
-	br, err := link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode})
-	if err != nil {
-		return nil, err
-	}
-	p.BridgeIndex = br.Attrs().Index
-	res, err := ipamOf(c).Add(ctx)
-	if err != nil {
-		return nil, err
-	}
-	undo.Push(func() error { return ipamOf(c).Del(ctx) })
-
-	host, err := p.Create()
-	if host != nil || err != nil {
-		undo.Push(func() error { _, err := p.Remove(); return err })
-	}
+	res, br, host, err := allocateAndCreate(ctx, c, &p, undo)
 	if err != nil {
 		return nil, err
 	}
@@ -142,4 +128,35 @@ func setupSpoofCheck(c *netconf.Bridge, hostIf string, mac net.HardwareAddr, und
 	}
 	undo.Push(func() error { return nft.DeleteSpoofCheck(conn, hostIf) })
 	return nil
+}
+
+// allocateAndCreate runs the IPAM plugin while the bridge and the veth pair
+// are set up: the two are independent, and the IPAM process then costs
+// little wall time. Whatever succeeded is pushed onto undo.
+func allocateAndCreate(ctx context.Context, c *netconf.Bridge, p *bridgeport.Port, undo *attach.Undo) (*current.Result, netlink.Link, netlink.Link, error) {
+	var (
+		res                *current.Result
+		br                 *netlink.Bridge
+		host               netlink.Link
+		ipamErr, createErr error
+	)
+	ipam := ipamOf(c)
+	err := attach.Parallel(
+		func() error { res, ipamErr = ipam.Add(ctx); return ipamErr },
+		func() error {
+			if br, createErr = link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode}); createErr != nil {
+				return createErr
+			}
+			p.BridgeIndex = br.Attrs().Index
+			host, createErr = p.Create()
+			return createErr
+		},
+	)
+	if ipamErr == nil {
+		undo.Push(func() error { return ipam.Del(ctx) })
+	}
+	if br != nil && bridgeport.Created(host, createErr) {
+		undo.Push(func() error { _, err := p.Remove(); return err })
+	}
+	return res, br, host, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -181,6 +182,9 @@ func TestFailedAddLeavesNothing(t *testing.T) {
 			// /30 has exactly one usable address (.2 is the gateway .1's peer): if it
 			// leaked, the next ADD on a fresh pod fails.
 			assertNoRecord(t, n, p)
+			if !p.NS.HasLink(t, "net1") && !h.NS.HasLink(t, bridgeport.HostVethName(p.ID, "net1")) {
+				t.Error("the failed ADD deleted the link that held the name: it was not its own")
+			}
 			q := cnitest.NewPod(t)
 			h.Add(t, plugin, conf, q, "net1")
 		})
@@ -293,7 +297,7 @@ func TestErrors(t *testing.T) {
 		{"no CNI_NETNS", cnitest.Call{Plugin: plugin, Command: "ADD", ContainerID: "x", IfName: "net1", Conf: good}, types.ErrInvalidEnvironmentVariables, "CNI_NETNS"},
 		{"unsupported version", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, good, "cniVersion", "9.9.9")), types.ErrIncompatibleCNIVersion, ""},
 		{"CHECK without prevResult", p.Call(plugin, "CHECK", "net1", good), types.ErrInvalidNetworkConfig, "prevResult"},
-		{"STATUS with a missing IPAM plugin", cnitest.Call{Plugin: plugin, Command: "STATUS", Conf: cnitest.WithField(t, good, "ipam", map[string]any{"type": "no-such-ipam"})}, types.ErrPluginNotAvailable, "no-such-ipam"},
+		{"STATUS with a missing IPAM plugin", cnitest.Call{Plugin: plugin, Command: "STATUS", Conf: cnitest.WithField(t, good, "ipam", map[string]any{"type": "no-such-ipam"})}, attach.ErrPluginNotAvailable, "no-such-ipam"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

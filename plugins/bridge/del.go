@@ -22,40 +22,52 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	ipamErr := ipamOf(c).Del(context.Background())
 	netnsPath := args.Netns
 	if netnsPath == "" { // the runtime may omit a namespace that is gone
 		if rec, _ := store(c).Get(c.Name, args.ContainerID, args.IfName); rec != nil {
 			netnsPath = rec.NetNS
 		}
 	}
-	err = teardown(c, args.ContainerID, args.IfName, netnsPath)
-	if err := errors.Join(ipamErr, err); err != nil {
+	err = attach.Parallel(
+		func() error { return ipamOf(c).Del(context.Background()) },
+		func() error { return teardown(c, args.ContainerID, args.IfName, netnsPath) },
+	)
+	if err != nil {
 		return attach.Internal(err, nil)
 	}
 	return nil
 }
 
 // teardown removes everything of one attachment but its IPAM allocation.
+// The steps that wait for the kernel (deleting the veth, the pod's nftables
+// table, the spoof-check table) run at once so their waits overlap; the
+// qdiscs go with the veth.
 func teardown(c *netconf.Bridge, containerID, ifname, netnsPath string) error {
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
-	errs := []error{qos.Remove(qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()})}
-	addrs, err := p.Remove()
-	errs = append(errs, err)
+	var addrs []*net.IPNet
+	err := attach.Parallel(
+		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() (err error) { addrs, err = p.Remove(); return err },
+		func() error { return removeSpoofCheck(c, p.HostName()) },
+	)
 	if c.IPMasq {
-		errs = append(errs, unmasquerade(masqNets(addrs), c.Name, ifname, containerID))
+		err = errors.Join(err, unmasquerade(masqNets(addrs), c.Name, ifname, containerID))
 	}
-	if c.MacSpoofChk {
-		if conn, err := hostNFT(); err != nil {
-			errs = append(errs, err)
-		} else {
-			errs = append(errs, nft.DeleteSpoofCheck(conn, p.HostName()))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return err
 	}
 	return store(c).Delete(c.Name, containerID, ifname)
+}
+
+func removeSpoofCheck(c *netconf.Bridge, hostIf string) error {
+	if !c.MacSpoofChk {
+		return nil
+	}
+	conn, err := hostNFT()
+	if err != nil {
+		return err
+	}
+	return nft.DeleteSpoofCheck(conn, hostIf)
 }
 
 func masqNets(addrs []*net.IPNet) []*net.IPNet {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -66,6 +67,13 @@ func (p Port) Create() (host netlink.Link, err error) {
 		}
 	}
 	return host, nil
+}
+
+// Created reports whether Create made something to remove: a pair, or a
+// partial one. A name already taken (EEXIST) in the pod or on the host
+// means nothing was made, and the existing link is not ours to delete.
+func Created(host netlink.Link, err error) bool {
+	return host != nil || (err != nil && !errors.Is(err, syscall.EEXIST))
 }
 
 // Configure brings the pod end up with the result's addresses and routes

@@ -109,6 +109,25 @@ func apply(a Attachment, plan *cfg.Plan) error {
 
 func tbf(s *cfg.Shaper) tc.TBF { return tc.TBF{RateBytes: s.RateBytes, BurstBytes: s.BurstBytes} }
 
+// RemoveRules deletes what would outlive the pod's interface: the nftables
+// table and the IFB. Callers about to delete the interface use it instead of
+// Remove, since the interface's qdiscs (and its veth peer's) go with it.
+func RemoveRules(a Attachment) error {
+	pod, err := netns.Open(a.PodNS)
+	if errors.Is(err, netns.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer pod.Close()
+	c, err := nft.Open(int(pod.Fd()))
+	if err != nil {
+		return err
+	}
+	return errors.Join(nft.DeleteQoS(c, a.IfName), netns.Do(a.PodNS, func() error { return link.Delete(IFBName(a.IfName)) }))
+}
+
 // Remove deletes everything Apply may have made; what is already gone
 // (including the whole namespace) is success.
 func Remove(a Attachment) error {

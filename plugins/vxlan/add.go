@@ -85,7 +85,7 @@ func join(c *netconf.VXLAN, u underlay, p *bridgeport.Port, undo *attach.Undo) (
 	}
 	p.BridgeIndex = bridge.Attrs().Index
 	host, err = p.Create()
-	if host != nil || err != nil {
+	if bridgeport.Created(host, err) {
 		undo.Push(func() error { return leave(c, *p) })
 	}
 	return bridge, host, err

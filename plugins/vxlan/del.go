@@ -29,14 +29,17 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	ipamErr := ipamOf(c).Del(context.Background())
 	netnsPath := args.Netns
 	if netnsPath == "" {
 		if rec, _ := store(c).Get(c.Name, args.ContainerID, args.IfName); rec != nil {
 			netnsPath = rec.NetNS
 		}
 	}
-	if err := errors.Join(ipamErr, teardown(c, args.ContainerID, args.IfName, netnsPath)); err != nil {
+	err = attach.Parallel(
+		func() error { return ipamOf(c).Del(context.Background()) },
+		func() error { return teardown(c, args.ContainerID, args.IfName, netnsPath) },
+	)
+	if err != nil {
 		return attach.Internal(err, nil)
 	}
 	return nil
@@ -44,9 +47,9 @@ func cmdDel(args *skel.CmdArgs) error {
 
 func teardown(c *netconf.VXLAN, containerID, ifname, netnsPath string) error {
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
-	err := errors.Join(
-		qos.Remove(qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}),
-		leave(c, p),
+	err := attach.Parallel(
+		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() error { return leave(c, p) },
 	)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -234,7 +235,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"missing master", map[string]any{"master": "nope0"}, "ADD", types.ErrInvalidNetworkConfig, "master: "},
 		{"mtu above the underlay", map[string]any{"mtu": 1460}, "ADD", types.ErrInvalidNetworkConfig, "mtu: 1460 exceeds"},
-		{"STATUS without master", map[string]any{"master": "nope0"}, "STATUS", types.ErrPluginNotAvailable, "nope0"},
+		{"STATUS without master", map[string]any{"master": "nope0"}, "STATUS", attach.ErrPluginNotAvailable, "nope0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,12 +46,25 @@ type setWithElements struct {
 	elements []nftables.SetElement
 }
 
-// install replaces the table with the ruleset in one transaction: the add
-// before the delete makes the delete valid when the table did not exist.
+// install creates the table with the ruleset in one transaction. When the
+// table already exists it is replaced, also atomically. The common case
+// (a new attachment) never deletes anything: in nf_tables a transaction
+// that deletes waits for an RCU grace period, milliseconds, while one that
+// only adds takes a fraction of one.
 func install(c *nftables.Conn, rs *ruleset) error {
+	c.CreateTable(rs.table) // fails the batch with EEXIST if the table exists
+	if err := send(c, rs); !errors.Is(err, syscall.EEXIST) {
+		return err
+	}
+	// Replace: the add before the delete keeps the delete valid if the
+	// table vanished in between.
 	c.AddTable(rs.table)
 	c.DelTable(rs.table)
 	c.AddTable(rs.table)
+	return send(c, rs)
+}
+
+func send(c *nftables.Conn, rs *ruleset) error {
 	for _, ch := range rs.chains {
 		c.AddChain(ch)
 	}
