@@ -11,8 +11,8 @@ CNI_BIN_DIR ?= /opt/cni/bin
 export GOFLAGS := -buildvcs=false
 export PATH := $(PATH):/usr/local/go/bin
 
-# The CNI plugins netclass ships.
-PLUGINS := netclass-bridge netclass-vxlan netclass-qos
+# The CNI plugins netclass ships: every cmd/netclass-* but the daemons and tools.
+PLUGINS := $(filter-out netclass-dra netclass-controller netclass-demo,$(notdir $(wildcard cmd/netclass-*)))
 # Upstream plugins (IPAM delegates, chains in tests and benchmarks), cnitool.
 UPSTREAM_CNI := $(CACHE)/cni
 export NETCLASS_UPSTREAM_CNI := $(UPSTREAM_CNI)

@@ -1,0 +1,14 @@
+// Command netclass-vlan is a CNI plugin: an 802.1Q sub-interface of a
+// master device in the pod, with QoS.
+package main
+
+import (
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/vlan"
+)
+
+func main() {
+	skel.PluginMainFuncs(vlan.Funcs(), attach.Versions(), attach.About("netclass-vlan", "802.1Q VLAN attachments with DSCP marking and shaping"))
+}

@@ -1,0 +1,176 @@
+//go:build vmtest
+
+package vlan
+
+import (
+	"net"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/netclass-dev/netclass/test/cnitest"
+	"github.com/netclass-dev/netclass/test/nstest"
+	"github.com/netclass-dev/netclass/test/traffic"
+	"github.com/netclass-dev/netclass/test/vm/guest"
+)
+
+// fabric is two hosts whose eth1 are trunk ports of a VLAN-filtering
+// bridge in a "switch" namespace, carrying VLANs 100 and 200.
+func fabric(t *testing.T) (*cnitest.Host, *cnitest.Host) {
+	t.Helper()
+	guest.Require(t, guest.VLAN, guest.BridgeVLANFiltering)
+	sw := nstest.New(t)
+	run(t, "ip", "-n", sw.Name, "link", "add", "br0", "type", "bridge", "vlan_filtering", "1")
+	run(t, "ip", "-n", sw.Name, "link", "set", "br0", "up")
+	h1, h2 := cnitest.NewHost(t), cnitest.NewHost(t)
+	for i, h := range []*cnitest.Host{h1, h2} {
+		port := []string{"p1", "p2"}[i]
+		nstest.Veth(t, h.NS, "eth1", "", sw, port, "")
+		run(t, "ip", "-n", sw.Name, "link", "set", port, "master", "br0")
+		for _, vid := range []string{"100", "200"} {
+			run(t, "bridge", "-n", sw.Name, "vlan", "add", "dev", port, "vid", vid)
+		}
+	}
+	return h1, h2
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func ip4(t *testing.T, r *current.Result) netip.Addr {
+	t.Helper()
+	a, ok := netip.AddrFromSlice(r.IPs[0].Address.IP.To4())
+	if !ok {
+		t.Fatalf("no IPv4 address in %v", r.IPs)
+	}
+	return a
+}
+
+func TestVLANsThroughASwitch(t *testing.T) {
+	h1, h2 := fabric(t)
+	// Both VLANs use the same subnet: only the VLAN separates them.
+	blue1 := conf(t, 100, "10.70.0.0/24", "10.70.0.10", "10.70.0.19", nil)
+	blue2 := conf(t, 100, "10.70.0.0/24", "10.70.0.20", "10.70.0.29", nil)
+	red1 := conf(t, 200, "10.70.0.0/24", "10.70.0.30", "10.70.0.39", nil)
+	red2 := conf(t, 200, "10.70.0.0/24", "10.70.0.40", "10.70.0.49", nil)
+	a, b, c, d := cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t)
+	ra := h1.Add(t, plugin, blue1, a, "net1")
+	rb := h2.Add(t, plugin, blue2, b, "net1")
+	h1.Add(t, plugin, red1, c, "net1")
+	rd := h2.Add(t, plugin, red2, d, "net1")
+
+	if err := traffic.Ping(a.NS, ip4(t, rb), 5*time.Second); err != nil {
+		t.Errorf("VLAN 100 across the switch: %v", err)
+	}
+	if err := traffic.Ping(c.NS, ip4(t, rd), 5*time.Second); err != nil {
+		t.Errorf("VLAN 200 across the switch (the control for isolation): %v", err)
+	}
+	for _, target := range []netip.Addr{ip4(t, rb), ip4(t, ra)} {
+		if err := traffic.Ping(c.NS, target, time.Second); err == nil {
+			t.Errorf("a VLAN 200 pod reached VLAN 100's %s on the same subnet", target)
+		}
+	}
+	if err := h1.Check(t, plugin, blue1, ra, a, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	run(t, "ip", "-n", a.NS.Name, "link", "set", "net1", "down")
+	if err := h1.Check(t, plugin, blue1, ra, a, "net1"); err == nil {
+		t.Error("CHECK passed with the link down")
+	}
+	for range 2 {
+		if err := h1.Del(plugin, blue1, a, "net1"); err != nil {
+			t.Fatalf("DEL: %v", err)
+		}
+	}
+	if a.NS.HasLink(t, "net1") {
+		t.Error("DEL left the VLAN link")
+	}
+}
+
+func TestQoSOnAVLANAttachment(t *testing.T) {
+	const egress, ingress = 20_000_000, 10_000_000
+	h1, h2 := fabric(t)
+	qos := map[string]any{"qos": map[string]any{"dscp": 46, "egressRate": egress, "egressBurst": 100_000,
+		"ingressRate": ingress, "ingressBurst": 100_000,
+		"egress": []any{map[string]any{"priority": 1, "dscp": 10, "classifier": map[string]any{
+			"ports": []any{map[string]any{"protocol": "UDP", "port": 6000}}}}}}}
+	a, b := cnitest.NewPod(t), cnitest.NewPod(t)
+	confA := conf(t, 100, "10.71.0.0/24", "10.71.0.10", "10.71.0.19", qos)
+	ra := h1.Add(t, plugin, confA, a, "net1")
+	rb := h2.Add(t, plugin, conf(t, 100, "10.71.0.0/24", "10.71.0.20", "10.71.0.29", nil), b, "net1")
+	if err := traffic.Ping(a.NS, ip4(t, rb), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sniff, err := traffic.Sniff(b.NS, "net1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range []uint16{6000, 6001} {
+		a.NS.Do(t, func() error {
+			c, err := net.Dial("udp", netip.AddrPortFrom(ip4(t, rb), port).String())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Write([]byte("x"))
+			return err
+		})
+	}
+	for port, want := range map[uint16]uint8{6000: 10, 6001: 46} {
+		got := sniff.WaitFor(func(p traffic.Packet) bool { return p.DstPort == port }, 1, 3*time.Second)
+		if len(got) == 0 || got[0].DSCP != want {
+			t.Errorf("UDP/%d over the VLAN: %+v, want DSCP %d", port, got, want)
+		}
+	}
+	sniff.Close()
+	out, err := traffic.TCPRate(a.NS, b.NS, ip4(t, rb), 7001, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := traffic.TCPRate(b.NS, a.NS, ip4(t, ra), 7002, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("egress %.2f Mbit/s (configured 20), ingress %.2f Mbit/s (configured 10)", out/1e6, in/1e6)
+	if out < 0.8*egress || out > 1.2*egress {
+		t.Errorf("egress %.2f Mbit/s, configured 20", out/1e6)
+	}
+	if in < 0.8*ingress || in > 1.2*ingress {
+		t.Errorf("ingress %.2f Mbit/s, configured 10", in/1e6)
+	}
+	if err := h1.Check(t, plugin, confA, ra, a, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	if err := h1.GC(t, plugin, confA); err != nil {
+		t.Fatal(err)
+	}
+	if a.NS.HasLink(t, "net1") {
+		t.Error("GC with no valid attachment left the VLAN link")
+	}
+}
+
+func TestLinkInContainer(t *testing.T) {
+	guest.Require(t, guest.VLAN)
+	h := cnitest.NewHost(t)
+	p, peer := cnitest.NewPod(t), nstest.New(t)
+	nstest.Veth(t, p.NS, "eth1", "", peer, "eth1", "") // the master lives in the pod
+	c := conf(t, 300, "10.72.0.0/24", "10.72.0.10", "10.72.0.19", map[string]any{"linkInContainer": true})
+	res := h.Add(t, plugin, c, p, "net1")
+	if err := h.Check(t, plugin, c, res, p, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	if err := h.Del(plugin, c, p, "net1"); err != nil {
+		t.Fatal(err)
+	}
+	if p.NS.HasLink(t, "net1") || !p.NS.HasLink(t, "eth1") {
+		t.Error("DEL must remove the VLAN and keep its master")
+	}
+}
