@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # Generates the deepcopy code of api/... and the CRD manifests in conf/crd/ with a pinned
-# controller-gen, or (--verify) checks that the committed files are what it generates.
+# controller-gen, and the typed clients of api/generated/ (clientset, listers, informers,
+# applyconfigurations) with a pinned k8s.io/code-generator, or (--verify) checks that the
+# committed files are what they generate.
 #
 #   scripts/api/generate.sh            regenerate in place
 #   scripts/api/generate.sh --verify   regenerate into a temporary copy and fail if the
 #                                      committed files differ (nothing in the tree changes)
 #
 # controller-gen is installed with `go install` (outside this module, so go.mod is not touched)
-# into $NETCLASS_TOOLS_DIR (default: bin/tools, which is gitignored), one directory per version.
+# into $NETCLASS_TOOLS_DIR (default: bin/tools, which is gitignored), one directory per version;
+# so are code-generator's client-gen, lister-gen, informer-gen and applyconfiguration-gen.
 set -euo pipefail
 
 # sigs.k8s.io/controller-tools v0.23.0 is the newest release; it is built against
 # k8s.io/* v0.37.0 and handles the v0.37.1 API types of go.mod.
 CONTROLLER_GEN_VERSION=${CONTROLLER_GEN_VERSION:-v0.23.0}
+# k8s.io/code-generator at the version of go.mod's k8s.io/* modules.
+CODE_GENERATOR_VERSION=${CODE_GENERATOR_VERSION:-v0.37.1}
+MODULE=github.com/netclass-dev/netclass
+# The API packages clients are generated for (their types carry +genclient markers).
+CLIENT_APIS=(api/multinetwork/v1 api/netclass/v1alpha1)
+# Kinds whose resource is not the generators' plural of the kind: the CRD names
+# networkqoses (path=networkqoses), client-gen would say networkqoss.
+PLURAL_EXCEPTIONS=Endpoints:Endpoints,NetworkQoS:NetworkQoSes
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 tools_dir=${NETCLASS_TOOLS_DIR:-$root/bin/tools}
 gen_dir="$tools_dir/controller-gen-$CONTROLLER_GEN_VERSION"
 controller_gen="$gen_dir/controller-gen"
+codegen_dir="$tools_dir/code-generator-$CODE_GENERATOR_VERSION"
+codegen_bins=(client-gen lister-gen informer-gen applyconfiguration-gen)
 
 die() { printf 'generate: %s\n' "$*" >&2; exit 1; }
 
@@ -31,6 +44,48 @@ install_controller_gen() {
 		die "cannot install controller-gen $CONTROLLER_GEN_VERSION"
 }
 
+install_code_generator() {
+	local b missing=false
+	for b in "${codegen_bins[@]}"; do
+		[[ -x $codegen_dir/$b ]] || missing=true
+	done
+	$missing || return 0
+	printf 'generate: installing k8s.io/code-generator %s into %s\n' "$CODE_GENERATOR_VERSION" "$codegen_dir" >&2
+	mkdir -p "$codegen_dir"
+	(cd "$codegen_dir" && GOFLAGS=-buildvcs=false GOBIN="$codegen_dir" go install \
+		$(printf "k8s.io/code-generator/cmd/%s@$CODE_GENERATOR_VERSION " "${codegen_bins[@]}")) ||
+		die "cannot install k8s.io/code-generator $CODE_GENERATOR_VERSION"
+}
+
+# run_client_generators MODULE_DIR: typed clientset, listers, informers and apply
+# configurations under MODULE_DIR/api/generated, the layout kube_codegen.sh gen_client makes.
+run_client_generators() {
+	local mod=$1 out=api/generated pkg=$MODULE/api/generated
+	local header=$root/scripts/api/boilerplate.go.txt
+	local inputs=() api
+	for api in "${CLIENT_APIS[@]}"; do
+		inputs+=("$MODULE/$api")
+	done
+	(
+		cd "$mod"
+		"$codegen_dir/applyconfiguration-gen" --go-header-file "$header" \
+			--output-dir "$out/applyconfigurations" --output-pkg "$pkg/applyconfigurations" \
+			"${inputs[@]}"
+		"$codegen_dir/client-gen" --go-header-file "$header" \
+			--output-dir "$out/clientset" --output-pkg "$pkg/clientset" \
+			--clientset-name versioned --plural-exceptions "$PLURAL_EXCEPTIONS" \
+			--apply-configuration-package "$pkg/applyconfigurations" \
+			--input-base "" $(printf -- "--input $MODULE/%s " "${CLIENT_APIS[@]}")
+		"$codegen_dir/lister-gen" --go-header-file "$header" \
+			--output-dir "$out/listers" --output-pkg "$pkg/listers" \
+			--plural-exceptions "$PLURAL_EXCEPTIONS" "${inputs[@]}"
+		"$codegen_dir/informer-gen" --go-header-file "$header" \
+			--output-dir "$out/informers" --output-pkg "$pkg/informers" \
+			--versioned-clientset-package "$pkg/clientset/versioned" \
+			--listers-package "$pkg/listers" --plural-exceptions "$PLURAL_EXCEPTIONS" "${inputs[@]}"
+	)
+}
+
 # run_generators MODULE_DIR CRD_OUT_DIR: deepcopy in place under MODULE_DIR/api, CRDs into CRD_OUT_DIR.
 run_generators() {
 	local mod=$1 crd_out=$2
@@ -39,15 +94,18 @@ run_generators() {
 		"$controller_gen" object paths=./api/...
 		"$controller_gen" crd:crdVersions=v1 paths=./api/... output:crd:dir="$crd_out"
 	)
+	run_client_generators "$mod"
 }
 
 # the files generation owns, relative to the repository root
 generated_files() {
 	local top=$1
-	(cd "$top" && find api -name zz_generated.deepcopy.go && find conf/crd -maxdepth 1 -name '*.yaml') | LC_ALL=C sort
+	(cd "$top" && find api -name zz_generated.deepcopy.go && find conf/crd -maxdepth 1 -name '*.yaml' &&
+		find api/generated -name '*.go' ! -name '*_test.go' 2>/dev/null) | LC_ALL=C sort -u
 }
 
 install_controller_gen
+install_code_generator
 
 verify=false
 case ${1:-} in
@@ -65,6 +123,7 @@ mkdir -p "$tmp/mod/conf/crd"
 cp "$root/go.mod" "$root/go.sum" "$tmp/mod/"
 cp -R "$root/api" "$tmp/mod/api"
 find "$tmp/mod/api" -name zz_generated.deepcopy.go -delete
+find "$tmp/mod/api/generated" -name '*.go' ! -name '*_test.go' -delete 2>/dev/null || true
 run_generators "$tmp/mod" "$tmp/mod/conf/crd" || die "controller-gen failed"
 
 if $verify; then
@@ -88,7 +147,7 @@ if $verify; then
 		done
 		exit 1
 	fi
-	printf 'generate: deepcopy and CRD manifests are up to date\n' >&2
+	printf 'generate: deepcopy, CRD manifests and clients are up to date\n' >&2
 	exit 0
 fi
 
