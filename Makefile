@@ -28,9 +28,9 @@ TEST_PKGS ?= ./...
 TEST_TIMEOUT ?= 30m
 # The VM suite: stock-kernel tests (build tag vmtest) and the whole privileged
 # plugin suite once more, on a distribution kernel.
-VM_PKGS := ./plugins/... ./test/vm/...
+VM_PKGS := ./plugins/... ./conf/examples/... ./test/vm/...
 
-.PHONY: all build install deps test test-host fuzz-seeds lint fuzz demo bench clean
+.PHONY: all build install uninstall deps test test-host test-testbed lint fuzz demo bench clean
 all: build
 
 # Static binaries, like upstream's: a CNI plugin is exec'd per call, and a
@@ -43,6 +43,9 @@ install: build
 	install -d $(DESTDIR)$(CNI_BIN_DIR)
 	install -m 0755 $(addprefix $(BIN)/,$(PLUGINS)) $(DESTDIR)$(CNI_BIN_DIR)/
 
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(CNI_BIN_DIR)/,$(PLUGINS))
+
 deps:
 	scripts/deps.sh
 
@@ -52,12 +55,32 @@ $(TEST_CNI): build deps
 	@ln -s $(addprefix $(BIN)/,$(PLUGINS)) $(TEST_CNI)/
 	@for f in $(UPSTREAM_CNI)/*; do ln -s $$f $(TEST_CNI)/; done
 
-# Everything: unit, privileged netns tests with real traffic, the fuzz seed
-# corpora (go test runs them), generated files, then the stock-kernel VM suite.
-test: test-host verify-generated test-vm
+# Everything: unit and privileged netns tests with real traffic and the fuzz
+# seed corpora (go test runs them) on this kernel; generated files; the VM
+# suite on a stock distribution kernel; the Kubernetes test bed suite.
+test: test-host verify-generated test-vm test-testbed
 
-test-host: $(TEST_CNI)
+# test/vm's own host-side tests boot the VM, hence vm-deps.
+test-host: $(TEST_CNI) vm-deps
 	NETCLASS_CNI_PATH=$(TEST_CNI) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+
+# The VM suite runs the plugins from the same directory (the guest sees the
+# host's filesystem).
+test-vm: $(TEST_CNI)
+export NETCLASS_CNI_PATH := $(TEST_CNI)
+
+# Packages with tests against the real cluster carry the build tag testbed.
+TESTBED_PKGS = $(shell grep -rl --include='*_test.go' -e '^//go:build testbed' . | xargs -r -n1 dirname | sort -u)
+TESTBED_TIMEOUT ?= 40m
+
+# Brings the test bed up (building it once, cached), installs the plugins
+# next to its primary CNI, runs the suite, and always puts the host back.
+test-testbed: build
+	$(MAKE) testbed-up
+	$(MAKE) install
+	status=0; NETCLASS_KUBECONFIG=$(TESTBED_KUBECONFIG) $(GO) test -tags testbed -count=1 -p 1 \
+		-timeout $(TESTBED_TIMEOUT) $(TESTBED_PKGS) || status=$$?; \
+	$(MAKE) uninstall; $(MAKE) testbed-down; exit $$status
 
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -89,3 +112,8 @@ clean:
 # The main job on the embedded scenario, no cluster: prints what it verified.
 demo: $(TEST_CNI)
 	$(BIN)/netclass-demo --cni-path $(TEST_CNI)
+
+# Benchmarks: plugin ADD+DEL against the upstream chain (no cluster needed).
+BENCH_N ?= 100
+bench: $(TEST_CNI)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_N)x ./test/bench/

@@ -12,7 +12,7 @@ fi
 
 # command -> Debian package
 declare -A need=(
-	[time]=time
+	[time]=time [dnsmasq]=dnsmasq-base
 	[ip]=iproute2 [tc]=iproute2 [bridge]=iproute2
 	[nft]=nftables [iptables]=iptables
 	[modprobe]=kmod

@@ -71,3 +71,5 @@ func sandboxIf(res *current.Result) *current.Interface {
 func execCommand(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
 }
+
+func mustParse(s string) netip.Addr { return netip.MustParseAddr(s) }
