@@ -1,0 +1,43 @@
+// Command netclass-controller runs netclass's cluster controller: PodNetwork, NetworkClass,
+// ClusterNetwork → NodeNetwork, Network and NetworkQoS reconcilers (controller/).
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/controller/manager"
+)
+
+func main() {
+	fs := flag.NewFlagSet("netclass-controller", flag.ExitOnError)
+	klog.InitFlags(fs)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty: the in-cluster configuration")
+	opts := manager.Options{}
+	fs.BoolVar(&opts.LeaderElect, "leader-elect", true, "run the reconcilers only while holding the leader Lease")
+	fs.StringVar(&opts.LeaseNamespace, "leader-elect-namespace", manager.LeaseNamespaceFromEnv(), "namespace of the leader Lease")
+	fs.StringVar(&opts.LeaseName, "leader-elect-name", manager.DefaultLeaseName, "name of the leader Lease")
+	fs.IntVar(&opts.Workers, "workers", manager.DefaultWorkers, "workers per reconciler")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger := klog.Background().WithName("netclass-controller")
+	ctx = klog.NewContext(ctx, logger)
+
+	cfg, err := manager.RestConfig(*kubeconfig)
+	if err != nil {
+		logger.Error(err, "Cannot configure the API client")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	if err := manager.Run(ctx, cfg, opts); err != nil {
+		logger.Error(err, "netclass-controller stopped")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	klog.Flush()
+}

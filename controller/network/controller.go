@@ -1,0 +1,189 @@
+// Package network reconciles namespaced Networks: it renders each into a netclass-vlan or
+// netclass-vxlan plugin config from its ClusterNetwork's options plus its own segment, ipam,
+// qos and mtu, validates it with conf/netconf, and publishes it in status.config with a
+// Ready condition. Node-specific options (master, local, and the VXLAN remotes the
+// ClusterNetwork controller fills in) live in each node's NodeNetwork.
+package network
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
+	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/worker"
+)
+
+// Name is the controller's name in logs and the workqueue's name.
+const Name = "network"
+
+// byClusterNetwork indexes Networks by spec.clusterNetworkName.
+const byClusterNetwork = "clusterNetworkName"
+
+// Controller is the Network reconciler.
+type Controller struct {
+	client          ncclient.Interface
+	networks        nclisters.NetworkLister
+	byCluster       cache.Indexer
+	clusterNetworks nclisters.ClusterNetworkLister
+	recorder        record.EventRecorder
+	queue           *worker.Queue
+	synced          []cache.InformerSynced
+}
+
+// New wires the controller to the Network and ClusterNetwork informers; the factory must be
+// started by the caller.
+func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+	netInf := nc.Netclass().V1alpha1().Networks()
+	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
+	if err := netInf.Informer().AddIndexers(cache.Indexers{byClusterNetwork: indexNetwork}); err != nil {
+		return nil, fmt.Errorf("network controller: add network index: %w", err)
+	}
+	c := &Controller{
+		client:          client,
+		networks:        netInf.Lister(),
+		byCluster:       netInf.Informer().GetIndexer(),
+		clusterNetworks: cnInf.Lister(),
+		recorder:        recorder,
+	}
+	c.queue = worker.New(Name, c.Reconcile)
+	for _, h := range []struct {
+		inf     cache.SharedIndexInformer
+		handler cache.ResourceEventHandler
+	}{
+		// A Network changing or going may settle a segment conflict of its siblings.
+		{netInf.Informer(), worker.MapHandler(c.siblingKeys, c.queue)},
+		{cnInf.Informer(), worker.MapHandler(c.clusterKeys, c.queue)},
+	} {
+		reg, err := h.inf.AddEventHandler(h.handler)
+		if err != nil {
+			return nil, fmt.Errorf("network controller: add event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return c, nil
+}
+
+func indexNetwork(obj any) ([]string, error) {
+	if n, ok := obj.(*netclassv1alpha1.Network); ok {
+		return []string{n.Spec.ClusterNetworkName}, nil
+	}
+	return nil, nil
+}
+
+// keysOf returns the keys of the Networks under ClusterNetwork cn.
+func (c *Controller) keysOf(cn string) []string {
+	keys, err := c.byCluster.IndexKeys(byClusterNetwork, cn)
+	if err != nil {
+		return nil
+	}
+	return keys
+}
+
+func (c *Controller) siblingKeys(obj any) []string {
+	n, ok := obj.(*netclassv1alpha1.Network)
+	if !ok {
+		return nil
+	}
+	return append(c.keysOf(n.Spec.ClusterNetworkName), n.Namespace+"/"+n.Name)
+}
+
+func (c *Controller) clusterKeys(obj any) []string {
+	if cn, ok := obj.(*netclassv1alpha1.ClusterNetwork); ok {
+		return c.keysOf(cn.Name)
+	}
+	return nil
+}
+
+// HasSynced reports whether the informers delivered their initial lists to the handlers.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
+
+// Reconcile renders one Network and writes its status.
+func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return worker.Result{}, fmt.Errorf("network key %q: %w", key, err)
+	}
+	net, err := c.networks.Networks(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return worker.Result{}, nil
+	}
+	if err != nil {
+		return worker.Result{}, fmt.Errorf("get network %s: %w", key, err)
+	}
+	cn, err := c.clusterNetworks.Get(net.Spec.ClusterNetworkName)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return worker.Result{}, fmt.Errorf("get clusternetwork %s of network %s: %w", net.Spec.ClusterNetworkName, key, err)
+	}
+	if apierrors.IsNotFound(err) {
+		cn = nil
+	}
+	others, err := c.siblings(net.Spec.ClusterNetworkName)
+	if err != nil {
+		return worker.Result{}, err
+	}
+	return worker.Result{}, c.updateStatus(ctx, net, Evaluate(net, cn, others))
+}
+
+func (c *Controller) siblings(cn string) ([]*netclassv1alpha1.Network, error) {
+	objs, err := c.byCluster.ByIndex(byClusterNetwork, cn)
+	if err != nil {
+		return nil, fmt.Errorf("networks of clusternetwork %s: %w", cn, err)
+	}
+	out := make([]*netclassv1alpha1.Network, 0, len(objs))
+	for _, o := range objs {
+		if n, ok := o.(*netclassv1alpha1.Network); ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Network, o Outcome) error {
+	upd := net.DeepCopy()
+	ch := condition.Set(&upd.Status.Conditions, o.Ready, net.Generation)
+	upd.Status.Type, upd.Status.ObservedGeneration = o.Type, net.Generation
+	sameConfig := SameConfig(net.Status.Config, o.Config)
+	if !sameConfig {
+		upd.Status.Config = o.Config
+	}
+	if !ch.Updated && sameConfig && upd.Status.Type == net.Status.Type && upd.Status.ObservedGeneration == net.Status.ObservedGeneration {
+		return nil
+	}
+	out, err := c.client.NetclassV1alpha1().Networks(net.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	if err != nil {
+		if !apierrors.IsConflict(err) {
+			c.recorder.Eventf(net, corev1.EventTypeWarning, "UpdateFailed", "Updating status failed: %v", err)
+		}
+		return fmt.Errorf("update status of network %s/%s: %w", net.Namespace, net.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated status", "ready", o.Ready.Reason)
+	if ch.Transitioned {
+		typ := corev1.EventTypeNormal
+		if o.Ready.Status != metav1.ConditionTrue {
+			typ = corev1.EventTypeWarning
+		}
+		c.recorder.Event(out, typ, o.Ready.Reason, o.Ready.Message)
+	}
+	return nil
+}

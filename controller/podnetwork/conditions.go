@@ -1,0 +1,86 @@
+package podnetwork
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/controller/condition"
+)
+
+// CNIVersion is the CNI spec version parameters are validated against.
+const CNIVersion = "1.1.0"
+
+// ReadyCondition computes the Ready condition of a netclass.dev PodNetwork: disabled wins,
+// then invalid parameters (the message is the validation error, naming every bad field),
+// then any other False condition a provider set (ConditionsNotReady), else Ready.
+func ReadyCondition(pn *multinetworkv1.PodNetwork) metav1.Condition {
+	if !pn.Spec.Enabled {
+		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
+			multinetworkv1.PodNetworkReasonAdministrativelyDisabled, "spec.enabled is false")
+	}
+	if err := ValidateParameters(pn); err != nil {
+		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
+			multinetworkv1.PodNetworkReasonInvalidParameters, err.Error())
+	}
+	if bad := falseConditions(pn.Status.Conditions); len(bad) > 0 {
+		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
+			multinetworkv1.PodNetworkReasonConditionsNotReady, "conditions not ready: "+strings.Join(bad, ", "))
+	}
+	return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionTrue,
+		multinetworkv1.PodNetworkReasonReady, "parameters are a valid netclass plugin configuration")
+}
+
+// ValidateParameters renders spec.parameters into a plugin configuration with conf/netconf.
+func ValidateParameters(pn *multinetworkv1.PodNetwork) error {
+	raw := pn.Spec.Parameters.Raw
+	if len(raw) == 0 {
+		raw = []byte("null")
+	}
+	if _, err := netconf.RenderParameters(pn.Name, CNIVersion, raw); err != nil {
+		return fmt.Errorf("spec.parameters: %w", err)
+	}
+	return nil
+}
+
+// falseConditions lists the types of False conditions other than Ready and InUse.
+func falseConditions(conds []metav1.Condition) []string {
+	var out []string
+	for _, c := range conds {
+		if c.Type == multinetworkv1.PodNetworkConditionReady || c.Type == multinetworkv1.PodNetworkConditionInUse {
+			continue
+		}
+		if c.Status == metav1.ConditionFalse {
+			out = append(out, c.Type)
+		}
+	}
+	return out
+}
+
+// maxListed bounds how many claims a condition message names.
+const maxListed = 5
+
+// InUseCondition computes the InUse condition from the claims using the network; when the
+// PodNetwork is being deleted the message says that deletion waits for them.
+func InUseCondition(users []string, deleting bool) metav1.Condition {
+	if len(users) == 0 {
+		return condition.New(multinetworkv1.PodNetworkConditionInUse, metav1.ConditionFalse,
+			multinetworkv1.PodNetworkReasonNotInUse, "no ResourceClaim is allocated a device of this network")
+	}
+	msg := fmt.Sprintf("used by %d ResourceClaim(s): %s", len(users), listClaims(users))
+	if deleting {
+		msg += "; deletion waits until none uses it"
+	}
+	return condition.New(multinetworkv1.PodNetworkConditionInUse, metav1.ConditionTrue,
+		multinetworkv1.PodNetworkReasonInUse, msg)
+}
+
+func listClaims(users []string) string {
+	if len(users) <= maxListed {
+		return strings.Join(users, ", ")
+	}
+	return strings.Join(users[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(users)-maxListed)
+}

@@ -1,0 +1,252 @@
+// Package podnetwork reconciles PodNetworks of provider netclass.dev: the Ready condition
+// (parameters validated by conf/netconf, AdministrativelyDisabled, ConditionsNotReady), the
+// InUse condition (ResourceClaims allocated a netclass.dev device of the network), and the
+// finalizer that holds deletion while the network is in use. PodNetworks of other providers
+// are never written to.
+package podnetwork
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
+	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
+	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/worker"
+)
+
+// Name is the controller's name in logs and the workqueue's name.
+const Name = "podnetwork"
+
+// Finalizer is held on every netclass.dev PodNetwork; on deletion it is removed once no
+// ResourceClaim uses the network.
+const Finalizer = "netclass.dev/in-use"
+
+// Event reasons besides the condition reasons (which are emitted on every transition).
+const (
+	EventDeletionBlocked  = "DeletionBlocked"
+	EventFinalizerRemoved = "FinalizerRemoved"
+	EventUpdateFailed     = "UpdateFailed"
+)
+
+// Controller is the PodNetwork reconciler.
+type Controller struct {
+	client      ncclient.Interface
+	podNetworks mnlisters.PodNetworkLister
+	claims      resourcelisters.ResourceClaimLister
+	slices      resourcelisters.ResourceSliceLister
+	recorder    record.EventRecorder
+	queue       *worker.Queue
+	synced      []cache.InformerSynced
+}
+
+// New wires the controller to the informers it reads (PodNetworks, ResourceClaims,
+// ResourceSlices); the factories must be started by the caller.
+func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+	pnInf := nc.Multinetwork().V1().PodNetworks()
+	claimInf := kube.Resource().V1().ResourceClaims()
+	sliceInf := kube.Resource().V1().ResourceSlices()
+	c := &Controller{
+		client:      client,
+		podNetworks: pnInf.Lister(),
+		claims:      claimInf.Lister(),
+		slices:      sliceInf.Lister(),
+		recorder:    recorder,
+	}
+	c.queue = worker.New(Name, c.Reconcile)
+	for _, h := range []struct {
+		inf     cache.SharedIndexInformer
+		handler cache.ResourceEventHandler
+	}{
+		{pnInf.Informer(), c.queue.Handler()},
+		{claimInf.Informer(), worker.MapHandler(c.claimKeys, c.queue)},
+		{sliceInf.Informer(), worker.MapHandler(c.sliceKeys, c.queue)},
+	} {
+		reg, err := h.inf.AddEventHandler(h.handler)
+		if err != nil {
+			return nil, fmt.Errorf("podnetwork controller: add event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return c, nil
+}
+
+// HasSynced reports whether the informers delivered their initial lists to the handlers.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
+
+// claimKeys: the PodNetworks a claim uses, and every PodNetwork now marked in use or being
+// deleted (a claim that stopped using one may no longer name it).
+func (c *Controller) claimKeys(obj any) []string {
+	claim, ok := obj.(*resourceapi.ResourceClaim)
+	if !ok {
+		return nil
+	}
+	keys := ClaimNetworks(claim, c.deviceNetworks())
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return keys
+	}
+	for _, pn := range pns {
+		if pn.DeletionTimestamp != nil || condition.IsTrue(pn.Status.Conditions, multinetworkv1.PodNetworkConditionInUse) {
+			keys = append(keys, pn.Name)
+		}
+	}
+	return keys
+}
+
+// sliceKeys: the PodNetworks the slice's netclass.dev devices name.
+func (c *Controller) sliceKeys(obj any) []string {
+	s, ok := obj.(*resourceapi.ResourceSlice)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, name := range SliceDevices([]*resourceapi.ResourceSlice{s}) {
+		keys = append(keys, name)
+	}
+	return keys
+}
+
+func (c *Controller) deviceNetworks() DeviceNetworks {
+	all, err := c.slices.List(labels.Everything())
+	if err != nil {
+		return DeviceNetworks{}
+	}
+	return SliceDevices(all)
+}
+
+// users returns the claims that use the PodNetwork called name.
+func (c *Controller) users(name string) ([]string, error) {
+	claims, err := c.claims.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list resource claims: %w", err)
+	}
+	return Users(claims, c.deviceNetworks())[name], nil
+}
+
+// Reconcile brings one PodNetwork's finalizer and status up to date.
+func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, error) {
+	pn, err := c.podNetworks.Get(key)
+	if apierrors.IsNotFound(err) {
+		return worker.Result{}, nil
+	}
+	if err != nil {
+		return worker.Result{}, fmt.Errorf("get podnetwork %s: %w", key, err)
+	}
+	if pn.Spec.Provider != netclassv1alpha1.Provider {
+		return worker.Result{}, nil // another provider's network: strictly left alone
+	}
+	users, err := c.users(pn.Name)
+	if err != nil {
+		return worker.Result{}, err
+	}
+	deleting := pn.DeletionTimestamp != nil
+	if !deleting {
+		if pn, err = c.ensureFinalizer(ctx, pn); err != nil {
+			return worker.Result{}, err
+		}
+	}
+	if pn, err = c.updateStatus(ctx, pn, users, deleting); err != nil {
+		return worker.Result{}, err
+	}
+	if deleting && len(users) == 0 {
+		return worker.Result{}, c.removeFinalizer(ctx, pn)
+	}
+	return worker.Result{}, nil
+}
+
+func (c *Controller) ensureFinalizer(ctx context.Context, pn *multinetworkv1.PodNetwork) (*multinetworkv1.PodNetwork, error) {
+	if slices.Contains(pn.Finalizers, Finalizer) {
+		return pn, nil
+	}
+	upd := pn.DeepCopy()
+	upd.Finalizers = append(upd.Finalizers, Finalizer)
+	out, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	if err != nil {
+		c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Adding finalizer %s failed: %v", Finalizer, err)
+		return nil, fmt.Errorf("add finalizer to podnetwork %s: %w", pn.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Added finalizer", "finalizer", Finalizer)
+	return out, nil
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, pn *multinetworkv1.PodNetwork) error {
+	if !slices.Contains(pn.Finalizers, Finalizer) {
+		return nil
+	}
+	upd := pn.DeepCopy()
+	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Removing finalizer %s failed: %v", Finalizer, err)
+		return fmt.Errorf("remove finalizer from podnetwork %s: %w", pn.Name, err)
+	}
+	c.recorder.Event(pn, corev1.EventTypeNormal, EventFinalizerRemoved, "No ResourceClaim uses the network; deletion proceeds")
+	return nil
+}
+
+// updateStatus writes Ready and InUse when they differ, then emits an event per transition.
+func (c *Controller) updateStatus(ctx context.Context, pn *multinetworkv1.PodNetwork, users []string, deleting bool) (*multinetworkv1.PodNetwork, error) {
+	upd := pn.DeepCopy()
+	ready := ReadyCondition(pn)
+	inUse := InUseCondition(users, deleting)
+	readyChange := condition.Set(&upd.Status.Conditions, ready, pn.Generation)
+	inUseChange := condition.Set(&upd.Status.Conditions, inUse, pn.Generation)
+	if !readyChange.Updated && !inUseChange.Updated {
+		return pn, nil
+	}
+	out, err := c.client.MultinetworkV1().PodNetworks().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	if err != nil {
+		if !apierrors.IsConflict(err) {
+			c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Updating status failed: %v", err)
+		}
+		return nil, fmt.Errorf("update status of podnetwork %s: %w", pn.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated status", "ready", ready.Reason, "inUse", inUse.Status)
+	if readyChange.Transitioned {
+		c.recorder.Event(out, eventType(ready), ready.Reason, ready.Message)
+	}
+	if inUseChange.Transitioned {
+		c.recorder.Event(out, corev1.EventTypeNormal, inUse.Reason, inUse.Message)
+	}
+	if deleting && len(users) > 0 && inUseChange.Updated {
+		c.recorder.Event(out, corev1.EventTypeNormal, EventDeletionBlocked, inUse.Message)
+	}
+	return out, nil
+}
+
+// eventType: Warning for a Ready=False that needs fixing, Normal otherwise.
+func eventType(ready metav1.Condition) string {
+	if ready.Status == metav1.ConditionTrue || ready.Reason == multinetworkv1.PodNetworkReasonAdministrativelyDisabled {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}

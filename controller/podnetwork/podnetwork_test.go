@@ -1,0 +1,181 @@
+package podnetwork_test
+
+import (
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	"github.com/netclass-dev/netclass/controller/podnetwork"
+)
+
+func pn(name string, enabled bool, params string, conds ...metav1.Condition) *multinetworkv1.PodNetwork {
+	p := &multinetworkv1.PodNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3},
+		Spec:       multinetworkv1.PodNetworkSpec{Enabled: enabled, Provider: "netclass.dev"},
+		Status:     multinetworkv1.PodNetworkStatus{Conditions: conds},
+	}
+	if params != "" {
+		p.Spec.Parameters = runtime.RawExtension{Raw: []byte(params)}
+	}
+	return p
+}
+
+const bridgeParams = `{"type":"netclass-bridge","bridge":"blue0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`
+
+func TestReadyCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pn     *multinetworkv1.PodNetwork
+		status metav1.ConditionStatus
+		reason string
+		msgHas []string
+	}{
+		{name: "valid bridge", pn: pn("blue", true, bridgeParams), status: metav1.ConditionTrue, reason: "Ready"},
+		{name: "disabled wins over invalid", pn: pn("blue", false, `{"type":"nope"}`), status: metav1.ConditionFalse, reason: "AdministrativelyDisabled", msgHas: []string{"spec.enabled"}},
+		{name: "no parameters", pn: pn("blue", true, ""), status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"spec.parameters"}},
+		{name: "unknown type", pn: pn("blue", true, `{"type":"bridge"}`), status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"type"}},
+		{
+			name:   "every bad field named",
+			pn:     pn("blue", true, `{"type":"netclass-bridge","bridge":"this-name-is-far-too-long","mtu":5,"ipam":{"type":"host-local"}}`),
+			status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"bridge", "mtu"},
+		},
+		{
+			name:   "another False condition",
+			pn:     pn("blue", true, bridgeParams, metav1.Condition{Type: "VendorCheck", Status: metav1.ConditionFalse}),
+			status: metav1.ConditionFalse, reason: "ConditionsNotReady", msgHas: []string{"VendorCheck"},
+		},
+		{
+			name:   "InUse False does not count",
+			pn:     pn("blue", true, bridgeParams, metav1.Condition{Type: "InUse", Status: metav1.ConditionFalse}),
+			status: metav1.ConditionTrue, reason: "Ready",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := podnetwork.ReadyCondition(tc.pn)
+			if c.Type != "Ready" || c.Status != tc.status || c.Reason != tc.reason {
+				t.Fatalf("got %s=%s/%s (%s), want %s/%s", c.Type, c.Status, c.Reason, c.Message, tc.status, tc.reason)
+			}
+			for _, s := range tc.msgHas {
+				if !strings.Contains(c.Message, s) {
+					t.Errorf("message %q does not name %q", c.Message, s)
+				}
+			}
+		})
+	}
+}
+
+func TestInUseCondition(t *testing.T) {
+	if c := podnetwork.InUseCondition(nil, false); c.Status != metav1.ConditionFalse || c.Reason != "NotInUse" {
+		t.Errorf("no users: %+v", c)
+	}
+	c := podnetwork.InUseCondition([]string{"a/1", "a/2", "b/3", "b/4", "c/5", "c/6", "c/7"}, true)
+	if c.Status != metav1.ConditionTrue || c.Reason != "InUse" {
+		t.Fatalf("users: %+v", c)
+	}
+	for _, want := range []string{"7 ResourceClaim", "a/1", "c/5", "and 2 more", "deletion waits"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message %q lacks %q", c.Message, want)
+		}
+	}
+	if strings.Contains(c.Message, "c/6") {
+		t.Errorf("message %q lists more than five claims", c.Message)
+	}
+}
+
+func str(s string) *string { return &s }
+
+func slice(driver, pool string, devices ...resourceapi.Device) *resourceapi.ResourceSlice {
+	return &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: driver + "-" + pool},
+		Spec:       resourceapi.ResourceSliceSpec{Driver: driver, Pool: resourceapi.ResourcePool{Name: pool}, Devices: devices},
+	}
+}
+
+func device(name string, attrs map[string]string) resourceapi.Device {
+	d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}}
+	for k, v := range attrs {
+		d.Attributes[resourceapi.QualifiedName(k)] = resourceapi.DeviceAttribute{StringValue: str(v)}
+	}
+	return d
+}
+
+type result struct{ driver, pool, device string }
+
+func claim(name string, results []result, status []resourceapi.AllocatedDeviceStatus) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	if results != nil {
+		c.Status.Allocation = &resourceapi.AllocationResult{}
+		for _, r := range results {
+			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+				resourceapi.DeviceRequestAllocationResult{Request: "net", Driver: r.driver, Pool: r.pool, Device: r.device})
+		}
+	}
+	c.Status.Devices = status
+	return c
+}
+
+func data(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+func TestClaimNetworks(t *testing.T) {
+	devices := podnetwork.SliceDevices([]*resourceapi.ResourceSlice{
+		slice("netclass.dev", "node-a",
+			device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "blue", "resource.kubernetes.io/networkClass": "netclass"}),
+			device("seed004-dev", map[string]string{"netclass.dev/podNetwork": "green"}),
+			device("tenant-dev", map[string]string{"resource.kubernetes.io/podNetwork": "red", "resource.kubernetes.io/podNetworkNamespace": "tenant"}),
+		),
+		slice("foreign.example.com", "node-a", device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "foreign"})),
+	})
+	for _, tc := range []struct {
+		name  string
+		claim *resourceapi.ResourceClaim
+		want  []string
+	}{
+		{name: "unallocated", claim: claim("c", nil, nil)},
+		{name: "by slice attribute", claim: claim("c", []result{{"netclass.dev", "node-a", "blue-dev"}}, nil), want: []string{"blue"}},
+		{name: "seed 004 attribute", claim: claim("c", []result{{"netclass.dev", "node-a", "seed004-dev"}}, nil), want: []string{"green"}},
+		{name: "namespaced network is not a PodNetwork", claim: claim("c", []result{{"netclass.dev", "node-a", "tenant-dev"}}, nil)},
+		{name: "foreign driver ignored", claim: claim("c", []result{{"foreign.example.com", "node-a", "blue-dev"}}, nil)},
+		{
+			name: "status data, device gone from the slice",
+			claim: claim("c", []result{{"netclass.dev", "node-a", "gone"}, {"foreign.example.com", "node-a", "x"}}, []resourceapi.AllocatedDeviceStatus{
+				{Driver: "netclass.dev", Pool: "node-a", Device: "gone", Data: data(`{"podNetwork":"purple","networkClass":"netclass"}`)},
+				{Driver: "foreign.example.com", Pool: "node-a", Device: "x", Data: data(`{"podNetwork":"foreign"}`)},
+			}),
+			want: []string{"purple"},
+		},
+		{
+			name: "status of a device not allocated is ignored",
+			claim: claim("c", []result{{"netclass.dev", "node-a", "blue-dev"}}, []resourceapi.AllocatedDeviceStatus{
+				{Driver: "netclass.dev", Pool: "node-b", Device: "other", Data: data(`{"podNetwork":"purple"}`)},
+			}),
+			want: []string{"blue"},
+		},
+		{
+			name: "status data of a namespaced network",
+			claim: claim("c", []result{{"netclass.dev", "node-a", "gone"}}, []resourceapi.AllocatedDeviceStatus{
+				{Driver: "netclass.dev", Pool: "node-a", Device: "gone", Data: data(`{"podNetwork":"red","podNetworkNamespace":"tenant"}`)},
+			}),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := podnetwork.ClaimNetworks(tc.claim, devices)
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	users := podnetwork.Users([]*resourceapi.ResourceClaim{
+		claim("z", []result{{"netclass.dev", "node-a", "blue-dev"}}, nil),
+		claim("a", []result{{"netclass.dev", "node-a", "blue-dev"}, {"netclass.dev", "node-a", "seed004-dev"}}, nil),
+	}, devices)
+	if got := strings.Join(users["blue"], ","); got != "ns/a,ns/z" {
+		t.Errorf("users of blue = %s", got)
+	}
+	if got := strings.Join(users["green"], ","); got != "ns/a" {
+		t.Errorf("users of green = %s", got)
+	}
+}
