@@ -1,0 +1,109 @@
+package attachment
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/netclass-dev/netclass/conf/qos"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		errs []string // every substring must appear; none: valid
+	}{
+		{name: "minimal", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig"}`},
+		{name: "everything", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig",
+			"interfaceName":"data0","mac":"02:00:00:00:00:01","ips":["10.1.1.5/24","fd00::5/64"],
+			"qos":{"dscp":46,"egressRate":1000000,"egressBurst":100000}}`},
+		{name: "wrong identity", in: `{"apiVersion":"v1","kind":"Pod"}`,
+			errs: []string{`apiVersion: must be "netclass.dev/v1alpha1"`, `kind: must be "AttachmentConfig"`}},
+		{name: "unknown field", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","ifname":"x"}`,
+			errs: []string{`unknown field "ifname"`}},
+		{name: "trailing data", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig"} {}`,
+			errs: []string{"trailing data"}},
+		{name: "not an object", in: `[1]`, errs: []string{"decode AttachmentConfig"}},
+		{name: "every field wrong at once", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig",
+			"interfaceName":"eth0","mac":"01:00:5e:00:00:01","ips":["10.1.1.5","10.1.1.0/24","10.1.1.7/24","10.1.1.7/24","224.0.0.1/4"],
+			"qos":{"dscp":64}}`,
+			errs: []string{
+				`interfaceName: "eth0" is taken`,
+				`mac: "01:00:5e:00:00:01" is a multicast address`,
+				`ips[0]: "10.1.1.5" is not an address in CIDR form`,
+				`ips[1]: 10.1.1.0 is the network address of 10.1.1.0/24`,
+				`ips[3]: 10.1.1.7 is listed twice`,
+				`ips[4]: 224.0.0.1 is not a unicast address`,
+				`qos.dscp`,
+			}},
+		{name: "long interface name", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"abcdefghijklmnop"}`,
+			errs: []string{"interfaceName", "longer than 15"}},
+		{name: "zero mac", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","mac":"00:00:00:00:00:00"}`,
+			errs: []string{"all-zero"}},
+		{name: "infiniband mac", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","mac":"00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01"}`,
+			errs: []string{"48-bit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(tc.in))
+			if len(tc.errs) == 0 {
+				if err != nil {
+					t.Fatalf("ParseConfig: %v", err)
+				}
+				if c.Kind != ConfigKind {
+					t.Fatalf("kind = %q", c.Kind)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ParseConfig accepted %s", tc.in)
+			}
+			for _, want := range tc.errs {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestMerge(t *testing.T) {
+	dscp10, dscp46 := 10, 46
+	class := &Config{InterfaceName: "data0", MAC: "02:00:00:00:00:01", QoS: qosSpec(&dscp10, 1000)}
+	claim := &Config{IPs: []string{"10.0.0.2/24"}, QoS: qosSpec(&dscp46, 0)}
+	got := Merge(class, claim)
+	if got.InterfaceName != "data0" || got.MAC != "02:00:00:00:00:01" || len(got.IPs) != 1 {
+		t.Fatalf("Merge = %+v", got)
+	}
+	if got.QoS == nil || got.QoS.DSCP == nil || *got.QoS.DSCP != 46 || got.QoS.EgressRate != 1000 {
+		t.Fatalf("Merge qos = %+v: want the claim's dscp over the class's rate", got.QoS)
+	}
+	if got.APIVersion != ConfigAPIVersion || got.Kind != ConfigKind {
+		t.Fatalf("Merge lost the identity: %+v", got)
+	}
+	claim.IPs[0] = "changed"
+	if got.IPs[0] != "10.0.0.2/24" {
+		t.Fatal("Merge shares the IPs slice with its input")
+	}
+	if Merge(nil, nil) != nil {
+		t.Fatal("Merge(nil, nil) != nil")
+	}
+}
+
+func TestNetworkRef(t *testing.T) {
+	pn := NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}
+	net := NetworkRef{Class: "netclass-networks", Kind: "Network", Namespace: "tenant-a", Name: "red"}
+	if pn.String() != "PodNetwork blue" || net.String() != "Network tenant-a/red" {
+		t.Fatalf("String: %q, %q", pn, net)
+	}
+	if pn.CNIName() != "blue" || net.CNIName() != "tenant-a_red" {
+		t.Fatalf("CNIName: %q, %q", pn.CNIName(), net.CNIName())
+	}
+}
+
+func qosSpec(dscp *int, egressRate int64) *qos.Spec {
+	s := &qos.Spec{DSCP: dscp}
+	if egressRate > 0 {
+		s.EgressRate, s.EgressBurst = egressRate, egressRate/10
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+// Package checkpoint keeps netclass-dra's state on disk so that a restarted
+// (or SIGKILLed) daemon loses nothing: one file per prepared ResourceClaim,
+// written atomically (temporary file, fsync, rename, fsync of the directory),
+// so a file is always either the old or the new record, never a torn one.
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+)
+
+// Version is the record format written; Decode refuses others.
+const Version = 1
+
+// Claim is what Prepare recorded for one ResourceClaim.
+type Claim struct {
+	Version   int       `json:"version"`
+	UID       types.UID `json:"uid"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	// Pods are the pods the claim was reserved for at Prepare.
+	Pods []Pod `json:"pods"`
+	// Devices are the claim's allocated devices of this driver on this node.
+	Devices    []Device  `json:"devices"`
+	PreparedAt time.Time `json:"preparedAt"`
+}
+
+// Pod is a consumer of the claim.
+type Pod struct {
+	UID       types.UID `json:"uid"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	// Order is the claim's position in the pod's spec.resourceClaims; it
+	// orders the automatic interface names net1, net2, …
+	Order int `json:"order"`
+}
+
+// Device is one allocated device and the attachment it stands for.
+type Device struct {
+	Request string `json:"request"`
+	Pool    string `json:"pool"`
+	Device  string `json:"device"`
+	// ShareID is the allocation's share of a shared device ("" otherwise).
+	ShareID string                `json:"shareID,omitempty"`
+	Network attachment.NetworkRef `json:"network"`
+	// InterfaceName is the configured name ("" = automatic netN).
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// MAC and IPs are static values handed to the plugins as capability arguments.
+	MAC string   `json:"mac,omitempty"`
+	IPs []string `json:"ips,omitempty"`
+	// ConfList is the rendered CNI configuration list.
+	ConfList json.RawMessage `json:"confList"`
+	// Attachments are the CNI attachments made for the claim's pods.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// State of an attachment.
+type State string
+
+const (
+	// Adding is written before CNI ADD runs: after a crash, such an attachment
+	// is either adopted from libcni's result cache or deleted.
+	Adding State = "Adding"
+	// Attached: ADD succeeded; Result holds what it returned.
+	Attached State = "Attached"
+)
+
+// Attachment is one interface in one pod sandbox.
+type Attachment struct {
+	PodUID    types.UID `json:"podUID"`
+	SandboxID string    `json:"sandboxID"`
+	NetNS     string    `json:"netns"`
+	IfName    string    `json:"ifName"`
+	State     State     `json:"state"`
+	Result    *Result   `json:"result,omitempty"`
+}
+
+// Result is what CNI ADD reported for the pod's interface.
+type Result struct {
+	InterfaceName string   `json:"interfaceName"`
+	MAC           string   `json:"mac,omitempty"`
+	IPs           []string `json:"ips,omitempty"`
+}
+
+// Encode serialises a record.
+func Encode(c *Claim) ([]byte, error) {
+	c.Version = Version
+	out, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint of claim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return out, nil
+}
+
+// Decode parses and checks a record, reporting every problem.
+func Decode(raw []byte) (*Claim, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	c := &Claim{}
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("decode checkpoint: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("decode checkpoint: trailing data")
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("checkpoint of claim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return c, nil
+}
+
+func (c *Claim) validate() error {
+	var errs []error
+	if c.Version != Version {
+		errs = append(errs, fmt.Errorf("version %d, want %d", c.Version, Version))
+	}
+	if c.UID == "" || c.Namespace == "" || c.Name == "" {
+		errs = append(errs, errors.New("uid, namespace and name are required"))
+	}
+	for i, d := range c.Devices {
+		if d.Device == "" || d.Pool == "" {
+			errs = append(errs, fmt.Errorf("devices[%d]: pool and device are required", i))
+		}
+		if !json.Valid(d.ConfList) {
+			errs = append(errs, fmt.Errorf("devices[%d]: confList is not JSON", i))
+		}
+		for j, a := range d.Attachments {
+			if a.PodUID == "" || a.SandboxID == "" || a.IfName == "" {
+				errs = append(errs, fmt.Errorf("devices[%d].attachments[%d]: podUID, sandboxID and ifName are required", i, j))
+			}
+			if a.State != Adding && a.State != Attached {
+				errs = append(errs, fmt.Errorf("devices[%d].attachments[%d]: unknown state %q", i, j, a.State))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HasPod reports whether the claim was reserved for the pod.
+func (c *Claim) HasPod(uid types.UID) bool {
+	for _, p := range c.Pods {
+		if p.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// Attachment returns the attachment of a device for a sandbox, if any.
+func (d *Device) Attachment(sandboxID string) (*Attachment, bool) {
+	for i := range d.Attachments {
+		if d.Attachments[i].SandboxID == sandboxID {
+			return &d.Attachments[i], true
+		}
+	}
+	return nil, false
+}
+
+// SetAttachment replaces the attachment of the same sandbox or appends it.
+func (d *Device) SetAttachment(a Attachment) {
+	if cur, ok := d.Attachment(a.SandboxID); ok {
+		*cur = a
+		return
+	}
+	d.Attachments = append(d.Attachments, a)
+}
+
+// RemoveAttachment drops the attachment of a sandbox.
+func (d *Device) RemoveAttachment(sandboxID string) {
+	out := d.Attachments[:0]
+	for _, a := range d.Attachments {
+		if a.SandboxID != sandboxID {
+			out = append(out, a)
+		}
+	}
+	d.Attachments = out
+}

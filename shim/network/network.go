@@ -1,0 +1,155 @@
+// Package network turns netclass's network objects (PodNetwork, Network) into
+// the descriptors the rest of netclass-dra works with: which NetworkClass they
+// belong to, their complete main-plugin configuration, and whether they may be
+// offered to pods on this node. Everything here is pure; the Catalog reads the
+// objects from informer caches.
+package network
+
+import (
+	"encoding/json"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/shim/attachment"
+)
+
+// The two kinds netclass serves; a NetworkClass naming another GVK is not ours.
+var (
+	PodNetworkGVK = mnv1.SchemeGroupVersion.WithKind("PodNetwork")
+	NetworkGVK    = ncv1.SchemeGroupVersion.WithKind("Network")
+)
+
+// Network is one network object that netclass can attach pods to.
+type Network struct {
+	Ref    attachment.NetworkRef
+	Labels map[string]string
+	// Type is the main plugin type, e.g. netclass-bridge.
+	Type string
+	// Config is the complete main-plugin configuration (cniVersion and name set).
+	Config json.RawMessage
+	// Master is the node device the network needs ("" when none).
+	Master         string
+	ClusterNetwork string
+	VNI, VLANID    int
+}
+
+// Skip says why a network object is not offered on this node.
+type Skip struct {
+	Ref     attachment.NetworkRef
+	Reason  string
+	Message string
+}
+
+func (s *Skip) Error() string {
+	return fmt.Sprintf("%s is not offered: %s: %s", s.Ref, s.Reason, s.Message)
+}
+
+// Reasons a network is not offered.
+const (
+	ReasonOtherProvider     = "OtherProvider"
+	ReasonDisabled          = mnv1.PodNetworkReasonAdministrativelyDisabled
+	ReasonNotReady          = "NotReady"
+	ReasonStaleReady        = "ReadyOutdated"
+	ReasonInvalidConfig     = "InvalidConfig"
+	ReasonNameTooLong       = "NameTooLong"
+	ReasonNodeNetworkAbsent = "NodeNetworkNotFound"
+	ReasonNodeNotReady      = "NodeNetworkNotReady"
+	ReasonMasterNotFound    = ncv1.ReasonMasterNotFound
+)
+
+// mainParams is what netclass reads from a main-plugin configuration.
+type mainParams struct {
+	Type   string `json:"type"`
+	Master string `json:"master"`
+	VNI    int    `json:"vni"`
+	VLANID int    `json:"vlanId"`
+}
+
+// FromPodNetwork describes a PodNetwork of the class, or says why it is not offered.
+func FromPodNetwork(class string, pn *mnv1.PodNetwork) (Network, *Skip) {
+	ref := refOf(class, PodNetworkGVK.Group, PodNetworkGVK.Version, PodNetworkGVK.Kind, "", pn.Name)
+	skip := func(reason, format string, args ...any) (Network, *Skip) {
+		return Network{}, &Skip{Ref: ref, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case pn.Spec.Provider != attachment.DriverName:
+		return skip(ReasonOtherProvider, "provider is %q", pn.Spec.Provider)
+	case !pn.Spec.Enabled:
+		return skip(ReasonDisabled, "spec.enabled is false")
+	}
+	if s := readiness(ref, pn.Status.Conditions, pn.Generation); s != nil {
+		return Network{}, s
+	}
+	return describe(ref, pn.Labels, pn.Spec.Parameters.Raw, "")
+}
+
+// FromNetwork describes a Network of the class, given the NodeNetwork of its
+// ClusterNetwork on this node (nil when there is none), or says why it is not offered.
+func FromNetwork(class string, n *ncv1.Network, nodeNet *ncv1.NodeNetwork) (Network, *Skip) {
+	ref := refOf(class, NetworkGVK.Group, NetworkGVK.Version, NetworkGVK.Kind, n.Namespace, n.Name)
+	if s := readiness(ref, n.Status.Conditions, n.Generation); s != nil {
+		return Network{}, s
+	}
+	if nodeNet == nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonNodeNetworkAbsent,
+			Message: fmt.Sprintf("no NodeNetwork of ClusterNetwork %s for this node", n.Spec.ClusterNetworkName)}
+	}
+	if c := meta.FindStatusCondition(nodeNet.Status.Conditions, ncv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonNodeNotReady,
+			Message: fmt.Sprintf("NodeNetwork %s is not Ready%s", nodeNet.Name, conditionText(c))}
+	}
+	if n.Status.Config == nil || len(n.Status.Config.Raw) == 0 {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonNotReady, Message: "status.config is not rendered yet"}
+	}
+	return describe(ref, n.Labels, n.Status.Config.Raw, n.Spec.ClusterNetworkName)
+}
+
+func refOf(class, group, version, kind, namespace, name string) attachment.NetworkRef {
+	return attachment.NetworkRef{Class: class, Group: group, Version: version, Kind: kind, Namespace: namespace, Name: name}
+}
+
+// readiness accepts an object whose Ready condition is True for its current generation.
+func readiness(ref attachment.NetworkRef, conds []metav1.Condition, generation int64) *Skip {
+	c := meta.FindStatusCondition(conds, mnv1.PodNetworkConditionReady)
+	switch {
+	case c == nil || c.Status != metav1.ConditionTrue:
+		return &Skip{Ref: ref, Reason: ReasonNotReady, Message: "Ready is not True" + conditionText(c)}
+	case c.ObservedGeneration != 0 && c.ObservedGeneration < generation:
+		return &Skip{Ref: ref, Reason: ReasonStaleReady,
+			Message: fmt.Sprintf("Ready was observed at generation %d, the object is at %d", c.ObservedGeneration, generation)}
+	}
+	return nil
+}
+
+func conditionText(c *metav1.Condition) string {
+	if c == nil {
+		return " (no condition)"
+	}
+	return fmt.Sprintf(" (%s %s: %s)", c.Status, c.Reason, c.Message)
+}
+
+// describe renders and checks the main-plugin configuration.
+func describe(ref attachment.NetworkRef, labels map[string]string, params []byte, clusterNetwork string) (Network, *Skip) {
+	if len(ref.Name) > resourceapi.DeviceAttributeMaxValueLength || len(ref.Namespace) > resourceapi.DeviceAttributeMaxValueLength {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonNameTooLong,
+			Message: fmt.Sprintf("device attribute values are at most %d characters", resourceapi.DeviceAttributeMaxValueLength)}
+	}
+	conf, err := netconf.RenderParameters(ref.CNIName(), attachment.CNIVersion, params)
+	if err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
+	}
+	var p mainParams
+	if err := json.Unmarshal(conf, &p); err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
+	}
+	return Network{
+		Ref: ref, Labels: labels, Type: p.Type, Config: conf,
+		Master: p.Master, ClusterNetwork: clusterNetwork, VNI: p.VNI, VLANID: p.VLANID,
+	}, nil
+}
