@@ -2,12 +2,10 @@
 package main
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
-
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridge"
 )
 
 func main() {
-	skel.PluginMainFuncs(bridge.Funcs(), attach.Versions(), attach.About("netclass-bridge", "Linux bridge attachments with DSCP marking and shaping"))
+	attach.Main(bridge.Funcs(), "netclass-bridge", "Linux bridge attachments with DSCP marking and shaping")
 }

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
-
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/qoschain"
 )
 
 func main() {
-	skel.PluginMainFuncs(qoschain.Funcs(), attach.Versions(), attach.About("netclass-qos", "DSCP marking, metering and shaping for any interface, chained"))
+	attach.Main(qoschain.Funcs(), "netclass-qos", "DSCP marking, metering and shaping for any interface, chained")
 }

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
-
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/vlan"
 )
 
 func main() {
-	skel.PluginMainFuncs(vlan.Funcs(), attach.Versions(), attach.About("netclass-vlan", "802.1Q VLAN attachments with DSCP marking and shaping"))
+	attach.Main(vlan.Funcs(), "netclass-vlan", "802.1Q VLAN attachments with DSCP marking and shaping")
 }

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
-
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/vxlan"
 )
 
 func main() {
-	skel.PluginMainFuncs(vxlan.Funcs(), attach.Versions(), attach.About("netclass-vxlan", "VXLAN segments per VNI with DSCP marking and shaping"))
+	attach.Main(vxlan.Funcs(), "netclass-vxlan", "VXLAN segments per VNI with DSCP marking and shaping")
 }
