@@ -1,18 +1,38 @@
 package netconf
 
 import (
-	"regexp"
+	"math"
 	"strings"
 
 	"github.com/netclass-dev/netclass/conf/field"
+	"github.com/netclass-dev/netclass/conf/qos"
 )
 
 // SR-IOV limits.
 const (
 	MaxVLANQoS = 7
+	// MaxTxRate bounds minTxRate/maxTxRate in Mbit/s (the kernel's field is 32 bits).
+	MaxTxRate = math.MaxUint32
 )
 
-var pciAddress = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7]$`)
+// isPCIAddress reports whether s is a PCI address "dddd:bb:dd.f" (domain,
+// bus, device 0x00-0x1f, function 0-7). Hand-written rather than a regexp
+// compiled at package init: every plugin binary would pay for it at start.
+func isPCIAddress(s string) bool {
+	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' {
+		return false
+	}
+	for _, i := range []int{0, 1, 2, 3, 5, 6, 8, 9} {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return (s[8] == '0' || s[8] == '1') && s[11] >= '0' && s[11] <= '7'
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
 
 // SRIOV configures netclass-sriov. Option names follow sriov-cni.
 type SRIOV struct {
@@ -58,7 +78,44 @@ func ParseSRIOV(data []byte) (*SRIOV, error) {
 		c.DeviceID = c.RuntimeConfig.DeviceID
 	}
 	c.VLANProto = strings.ToLower(c.VLANProto)
+	if err := invalid(TypeSRIOV, c.validateOffload()); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// OffloadedEgressMbps is the effective qos.egressRate (static, runtime
+// bandwidth or runtime qos) in Mbit/s, rounded up, when offloadEgressRate
+// hands it to the VF's rate limiter (maxTxRate); 0 when nothing is offloaded.
+func (c *SRIOV) OffloadedEgressMbps() int64 {
+	if !c.OffloadEgressRate || c.EffectiveQoS == nil || c.EffectiveQoS.EgressRate <= 0 {
+		return 0
+	}
+	return (c.EffectiveQoS.EgressRate + 999_999) / 1_000_000
+}
+
+// ShapedQoS is the effective QoS that qdiscs and rules enforce: without the
+// egress rate and burst when they are offloaded.
+func (c *SRIOV) ShapedQoS() *qos.Spec {
+	if c.OffloadedEgressMbps() == 0 {
+		return c.EffectiveQoS
+	}
+	s := *c.EffectiveQoS
+	s.EgressRate, s.EgressBurst = 0, 0
+	return &s
+}
+
+// validateOffload checks what only the merged QoS tells.
+func (c *SRIOV) validateOffload() field.Errors {
+	var errs field.Errors
+	mbps := c.OffloadedEgressMbps()
+	switch {
+	case mbps > MaxTxRate:
+		errs.Add("qos.egressRate", "%d Mbit/s is more than a VF's rate limiter takes (%d) with offloadEgressRate", mbps, int64(MaxTxRate))
+	case mbps > 0 && c.MinTxRate != nil && int64(*c.MinTxRate) > mbps:
+		errs.Add("minTxRate", "must not exceed the offloaded qos.egressRate (%d > %d Mbit/s)", *c.MinTxRate, mbps)
+	}
+	return errs
 }
 
 func (c *SRIOV) validate() field.Errors {
@@ -67,7 +124,7 @@ func (c *SRIOV) validate() field.Errors {
 		errs.Add("deviceID", "deviceID (a VF's PCI address, or runtimeConfig.deviceID) or master (a PF) is required")
 	}
 	for p, id := range map[field.Path]string{"deviceID": c.DeviceID, "runtimeConfig.deviceID": c.RuntimeConfig.DeviceID} {
-		if id != "" && !pciAddress.MatchString(id) {
+		if id != "" && !isPCIAddress(id) {
 			errs.Add(p, "must be a PCI address like 0000:03:00.2, got %q", id)
 		}
 	}
@@ -110,11 +167,13 @@ func (c *SRIOV) validateVLAN() field.Errors {
 
 func (c *SRIOV) validateRates() field.Errors {
 	var errs field.Errors
-	if c.MinTxRate != nil && *c.MinTxRate < 0 {
-		errs.Add("minTxRate", "must not be negative, got %d", *c.MinTxRate)
-	}
-	if c.MaxTxRate != nil && *c.MaxTxRate < 0 {
-		errs.Add("maxTxRate", "must not be negative, got %d", *c.MaxTxRate)
+	for _, r := range []struct {
+		p field.Path
+		v *int
+	}{{"minTxRate", c.MinTxRate}, {"maxTxRate", c.MaxTxRate}} {
+		if r.v != nil && (*r.v < 0 || int64(*r.v) > MaxTxRate) {
+			errs.Add(r.p, "must be between 0 and %d Mbit/s, got %d", int64(MaxTxRate), *r.v)
+		}
 	}
 	if c.MinTxRate != nil && c.MaxTxRate != nil && *c.MaxTxRate > 0 && *c.MinTxRate > *c.MaxTxRate {
 		errs.Add("minTxRate", "must not exceed maxTxRate (%d > %d)", *c.MinTxRate, *c.MaxTxRate)
