@@ -1,0 +1,155 @@
+package network_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/internal/harness"
+	"github.com/netclass-dev/netclass/controller/network"
+)
+
+func i32(v int32) *int32 { return &v }
+func i64(v int64) *int64 { return &v }
+
+func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+var readyCond = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}}
+
+func vlanCN() *netclassv1alpha1.ClusterNetwork {
+	return &netclassv1alpha1.ClusterNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "trunk"},
+		Spec: netclassv1alpha1.ClusterNetworkSpec{
+			Type:           netclassv1alpha1.NetworkTypeVLAN,
+			DefaultOptions: &netclassv1alpha1.Options{VLAN: &netclassv1alpha1.VLANOptions{Master: "eth1", MTU: i32(1500)}},
+			IPAM:           raw(`{"type":"dhcp"}`),
+			QoS:            &netclassv1alpha1.InterfaceQoS{EgressRate: i64(1000000), EgressBurst: i64(10000), DSCP: i32(10)},
+		},
+		Status: netclassv1alpha1.ClusterNetworkStatus{Conditions: readyCond},
+	}
+}
+
+func vxlanCN() *netclassv1alpha1.ClusterNetwork {
+	return &netclassv1alpha1.ClusterNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
+		Spec: netclassv1alpha1.ClusterNetworkSpec{
+			Type:           netclassv1alpha1.NetworkTypeVXLAN,
+			DefaultOptions: &netclassv1alpha1.Options{VXLAN: &netclassv1alpha1.VXLANOptions{Remotes: []netclassv1alpha1.IPAddress{"192.0.2.12", "192.0.2.11"}, Port: i32(4789)}},
+		},
+		Status: netclassv1alpha1.ClusterNetworkStatus{Conditions: readyCond},
+	}
+}
+
+func net(name, cn string, vlan, vni *int32) *netclassv1alpha1.Network {
+	return &netclassv1alpha1.Network{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, UID: k8stypes.UID("uid-tenant-" + name), Generation: 2, CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))},
+		Spec:       netclassv1alpha1.NetworkSpec{ClusterNetworkName: cn, VLANID: vlan, VNI: vni},
+	}
+}
+
+func TestRender(t *testing.T) {
+	red := net("red", "trunk", i32(100), nil)
+	red.Spec.QoS = &netclassv1alpha1.InterfaceQoS{DSCP: i32(46)}
+	red.Spec.MTU = i32(1400)
+	cfg, err := network.Render(red, vlanCN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(cfg)
+	want := `{"ipam":{"type":"dhcp"},"master":"eth1","mtu":1400,"qos":{"dscp":46,"egressBurst":10000,"egressRate":1000000},"type":"netclass-vlan","vlanId":100}`
+	if string(got) != want {
+		t.Errorf("vlan config\n got %s\nwant %s", got, want)
+	}
+
+	blue := net("blue", "overlay", nil, i32(5001))
+	blue.Spec.IPAM = raw(`{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/24"}]]}`)
+	cfg, err = network.Render(blue, vxlanCN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = json.Marshal(cfg)
+	want = `{"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"},"port":4789,"remotes":["192.0.2.11","192.0.2.12"],"type":"netclass-vxlan","vni":5001}`
+	if string(got) != want {
+		t.Errorf("vxlan config\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	older := net("first", "trunk", i32(100), nil)
+	older.CreationTimestamp = metav1.NewTime(time.Unix(10, 0))
+	badMTU := vlanCN()
+	badMTU.Spec.DefaultOptions.VLAN.MTU = i32(10)
+	notReady := vlanCN()
+	notReady.Status.Conditions = nil
+	for _, tc := range []struct {
+		name   string
+		net    *netclassv1alpha1.Network
+		cn     *netclassv1alpha1.ClusterNetwork
+		others []*netclassv1alpha1.Network
+		status metav1.ConditionStatus
+		reason string
+		msgHas string
+		config bool
+	}{
+		{name: "ready", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionTrue, reason: "Ready", msgHas: "VLAN ID 100", config: true},
+		{name: "no cluster network", net: net("red", "nope", i32(100), nil), status: metav1.ConditionFalse, reason: "ClusterNetworkNotFound", msgHas: "nope"},
+		{name: "vni on vlan", net: net("red", "trunk", nil, i32(7)), cn: vlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vlanId"},
+		{name: "vlanId on vxlan", net: net("red", "overlay", i32(7), nil), cn: vxlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vni"},
+		{name: "segment taken", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), others: []*netclassv1alpha1.Network{older}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "tenant/first"},
+		{name: "older one keeps it", net: older, cn: vlanCN(), others: []*netclassv1alpha1.Network{net("red", "trunk", i32(100), nil)}, status: metav1.ConditionTrue, reason: "Ready", config: true},
+		{name: "invalid config", net: net("red", "trunk", i32(100), nil), cn: badMTU, status: metav1.ConditionFalse, reason: "InvalidConfig", msgHas: "mtu"},
+		{name: "cluster network not ready", net: net("red", "trunk", i32(100), nil), cn: notReady, status: metav1.ConditionFalse, reason: "ClusterNetworkNotReady", config: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := network.Evaluate(tc.net, tc.cn, tc.others)
+			if o.Ready.Status != tc.status || o.Ready.Reason != tc.reason || !strings.Contains(o.Ready.Message, tc.msgHas) {
+				t.Errorf("got %s/%s %q, want %s/%s containing %q", o.Ready.Status, o.Ready.Reason, o.Ready.Message, tc.status, tc.reason, tc.msgHas)
+			}
+			if (o.Config != nil) != tc.config {
+				t.Errorf("config %v, want one: %v", o.Config, tc.config)
+			}
+		})
+	}
+}
+
+func TestSameConfig(t *testing.T) {
+	if !network.SameConfig(raw(`{"a":1,"b":[1,2]}`), raw(`{ "b":[1,2], "a":1.0 }`)) {
+		t.Error("equal JSON compared unequal")
+	}
+	if network.SameConfig(raw(`{"a":1}`), nil) || !network.SameConfig(nil, &runtime.RawExtension{}) {
+		t.Error("nil handling")
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	env := harness.New(t, nil, []runtime.Object{vlanCN(), net("red", "trunk", i32(100), nil)})
+	c, err := network.New(env.NC, env.NCInf, env.Recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Start(t, c.HasSynced)
+	if _, err := c.Reconcile(env.Ctx, "tenant/red"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := env.NC.NetclassV1alpha1().Networks("tenant").Get(env.Ctx, "red", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Type != netclassv1alpha1.NetworkTypeVLAN || got.Status.ObservedGeneration != 2 || got.Status.Config == nil ||
+		!strings.Contains(string(got.Status.Config.Raw), `"vlanId":100`) || !condition.IsTrue(got.Status.Conditions, "Ready") {
+		t.Errorf("status %+v (config %s)", got.Status, got.Status.Config)
+	}
+	if ev := env.Events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Ready") {
+		t.Errorf("events %v", ev)
+	}
+	if _, err := c.Reconcile(env.Ctx, "tenant/gone"); err != nil {
+		t.Errorf("missing network: %v", err)
+	}
+}
