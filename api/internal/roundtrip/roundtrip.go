@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"sigs.k8s.io/randfill"
 )
@@ -71,7 +70,7 @@ func Test(t *testing.T, scheme *runtime.Scheme, gv schema.GroupVersion) {
 
 // rawExtensionFuncs fills RawExtensions with a random JSON object, the form
 // free-form fields (parameters, ipam, rendered config) have on the wire.
-func rawExtensionFuncs(runtimeserializer.CodecFactory) []any {
+func rawExtensionFuncs(serializer.CodecFactory) []any {
 	return []any{
 		func(r *runtime.RawExtension, c randfill.Continue) {
 			m := map[string]any{}
