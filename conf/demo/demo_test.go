@@ -33,3 +33,29 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: no scenario makes Parse panic, and whatever it accepts is
+// internally consistent (every pod's node and network exist).
+func FuzzParse(f *testing.F) {
+	f.Add(Default())
+	f.Add([]byte(`{"underlay":["10.0.0.1/24"],"nodes":["n"],"networks":[{"name":"a","plugin":{"type":"netclass-bridge"}}],"pods":[{"name":"p","node":"n","network":"a"}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse(data)
+		if err != nil {
+			return
+		}
+		nodes, nets := map[string]bool{}, map[string]bool{}
+		for _, n := range s.Nodes {
+			nodes[n] = true
+		}
+		for _, n := range s.Networks {
+			nets[n.Name] = true
+		}
+		for _, p := range s.Pods {
+			if !nodes[p.Node] || !nets[p.Network] {
+				t.Fatalf("accepted pod %+v with an unknown node or network", p)
+			}
+		}
+	})
+}
