@@ -1,7 +1,6 @@
 package link
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 
@@ -51,20 +50,12 @@ func fromVfInfo(v netlink.VfInfo) VFConfig {
 	spoof, trust, state := v.Spoofchk, v.Trust == 1, v.LinkState
 	return VFConfig{
 		MAC:       v.Mac,
-		VLAN:      &VFVLAN{ID: v.Vlan, QoS: v.Qos, Proto: wireProto(v.VlanProto)},
+		VLAN:      &VFVLAN{ID: v.Vlan, QoS: v.Qos, Proto: uint16(v.VlanProto)}, // netlink decodes it to host order
 		SpoofChk:  &spoof,
 		Trust:     &trust,
 		LinkState: &state,
 		Rate:      &VFRate{MinMbps: v.MinTxRate, MaxMbps: v.MaxTxRate},
 	}
-}
-
-// wireProto converts the VLAN protocol netlink read from the kernel's
-// big-endian field into host order.
-func wireProto(raw int) uint16 {
-	var b [2]byte
-	binary.NativeEndian.PutUint16(b[:], uint16(raw))
-	return binary.BigEndian.Uint16(b[:])
 }
 
 // SetVF applies the non-nil fields of c to VF index through the PF, in the
