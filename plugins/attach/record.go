@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ type Record struct {
 	HostIf string `json:"hostIf,omitempty"`
 	// Bridge is the host bridge the attachment is a port of, when any.
 	Bridge string `json:"bridge,omitempty"`
+	// Addresses are the pod's addresses (CIDR), for teardown steps that need
+	// them once the pod's interface (or namespace) is gone.
+	Addresses []string `json:"addresses,omitempty"`
 	// Config is the plugin configuration the attachment was made with, for
 	// GC's IPAM release and teardown without a caller-supplied config.
 	Config json.RawMessage `json:"config,omitempty"`
@@ -168,4 +172,17 @@ func writeFile(path string, data []byte, durable bool) error {
 		d.Close()
 	}
 	return nil
+}
+
+// IPNets parses the record's addresses; unparsable ones are skipped (a
+// record is only ever written by netclass).
+func (r *Record) IPNets() []*net.IPNet {
+	var out []*net.IPNet
+	for _, a := range r.Addresses {
+		if ip, n, err := net.ParseCIDR(a); err == nil {
+			n.IP = ip
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -76,6 +76,12 @@ func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attac
 		return nil, err
 	}
 	res.DNS = c.DNS
+	for _, ipc := range res.IPs {
+		rec.Addresses = append(rec.Addresses, ipc.Address.String())
+	}
+	if err := store(c).Put(rec); err != nil { // now with the addresses DEL may need
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -95,7 +101,7 @@ func setupMasq(c *netconf.Bridge, args *skel.CmdArgs, res *current.Result, undo 
 	if !c.IPMasq {
 		return nil
 	}
-	nets := subnets(res)
+	nets := addresses(res)
 	if err := masquerade(nets, c.Name, args.IfName, args.ContainerID); err != nil {
 		return fmt.Errorf("set up masquerade for %s: %w", args.ContainerID, err)
 	}

@@ -22,15 +22,19 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	netnsPath := args.Netns
-	if netnsPath == "" { // the runtime may omit a namespace that is gone
-		if rec, _ := store(c).Get(c.Name, args.ContainerID, args.IfName); rec != nil {
-			netnsPath = rec.NetNS
-		}
+	rec, err := store(c).Get(c.Name, args.ContainerID, args.IfName)
+	if err != nil {
+		return attach.Internal(err, nil)
+	}
+	if rec == nil {
+		rec = &attach.Record{Network: c.Name, ContainerID: args.ContainerID, IfName: args.IfName}
+	}
+	if args.Netns != "" { // the runtime may omit a namespace that is gone
+		rec.NetNS = args.Netns
 	}
 	err = attach.Parallel(
 		func() error { return ipamOf(c).Del(context.Background()) },
-		func() error { return teardown(c, args.ContainerID, args.IfName, netnsPath) },
+		func() error { return teardown(c, rec) },
 	)
 	if err != nil {
 		return attach.Internal(err, nil)
@@ -42,7 +46,8 @@ func cmdDel(args *skel.CmdArgs) error {
 // The steps that wait for the kernel (deleting the veth, the pod's nftables
 // table, the spoof-check table) run at once so their waits overlap; the
 // qdiscs go with the veth.
-func teardown(c *netconf.Bridge, containerID, ifname, netnsPath string) error {
+func teardown(c *netconf.Bridge, r *attach.Record) error {
+	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	var addrs []*net.IPNet
 	err := attach.Parallel(
@@ -51,7 +56,10 @@ func teardown(c *netconf.Bridge, containerID, ifname, netnsPath string) error {
 		func() error { return removeSpoofCheck(c, p.HostName()) },
 	)
 	if c.IPMasq {
-		err = errors.Join(err, unmasquerade(masqNets(addrs), c.Name, ifname, containerID))
+		if len(addrs) == 0 { // the pod's interface was already gone
+			addrs = r.IPNets()
+		}
+		err = errors.Join(err, unmasquerade(addrs, c.Name, ifname, containerID))
 	}
 	if err != nil {
 		return err
@@ -70,14 +78,6 @@ func removeSpoofCheck(c *netconf.Bridge, hostIf string) error {
 	return nft.DeleteSpoofCheck(conn, hostIf)
 }
 
-func masqNets(addrs []*net.IPNet) []*net.IPNet {
-	out := make([]*net.IPNet, 0, len(addrs))
-	for _, a := range addrs {
-		out = append(out, &net.IPNet{IP: a.IP.Mask(a.Mask), Mask: a.Mask})
-	}
-	return out
-}
-
 // cmdGC tears down every recorded attachment of this network that is not in
 // cni.dev/valid-attachments, then lets IPAM and masquerade GC do the same.
 func cmdGC(args *skel.CmdArgs) error {
@@ -93,7 +93,7 @@ func cmdGC(args *skel.CmdArgs) error {
 	var errs []error
 	for _, r := range recs {
 		if !valid[r.Key()] {
-			errs = append(errs, ipamOf(c).ReleaseFor(context.Background(), r), teardown(c, r.ContainerID, r.IfName, r.NetNS))
+			errs = append(errs, ipamOf(c).ReleaseFor(context.Background(), r), teardown(c, r))
 		}
 	}
 	errs = append(errs, ipamOf(c).GC(context.Background()))

@@ -63,11 +63,13 @@ func isDefault(n net.IPNet) bool {
 	return ones == 0 && n.IP.IsUnspecified()
 }
 
-// subnets are the networks of the result's addresses (masquerade sources).
-func subnets(res *current.Result) []*net.IPNet {
+// addresses are the pod's addresses with their masks: upstream's ipmasq
+// masquerades traffic from each address that leaves its network.
+func addresses(res *current.Result) []*net.IPNet {
 	var out []*net.IPNet
 	for _, ipc := range res.IPs {
-		out = append(out, &net.IPNet{IP: ipc.Address.IP.Mask(ipc.Address.Mask), Mask: ipc.Address.Mask})
+		a := ipc.Address
+		out = append(out, &a)
 	}
 	return out
 }

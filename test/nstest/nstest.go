@@ -71,9 +71,10 @@ func Create(name string) (*NS, error) {
 	return n, nil
 }
 
-// Delete removes the namespace (and every link inside it).
+// Delete removes the namespace (and every link inside it); one already
+// deleted is success.
 func (n *NS) Delete() error {
-	if err := netns.DeleteNamed(n.Name); err != nil {
+	if err := netns.DeleteNamed(n.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete netns %q: %w", n.Name, err)
 	}
 	return nil
