@@ -299,3 +299,23 @@ func TestGCAndQoS(t *testing.T) {
 		t.Errorf("GC broke the attachment it had to keep: %v", err)
 	}
 }
+
+func TestIPv6Underlay(t *testing.T) {
+	a := &node{Host: cnitest.NewHost(t), addr: "fd50::1", dataDir: t.TempDir(), ipamDir: t.TempDir()}
+	b := &node{Host: cnitest.NewHost(t), addr: "fd50::2", dataDir: t.TempDir(), ipamDir: t.TempDir()}
+	nstest.Veth(t, a.NS, "under0", "fd50::1/64", b.NS, "under0", "fd50::2/64")
+	extra := func(remote string) map[string]any {
+		return map[string]any{"local": nil, "remotes": []string{remote}}
+	}
+	ca := a.conf(t, "blue", 500, "10.67.0.0/24", "10.67.0.10", "10.67.0.19", extra("fd50::2"))
+	cb := b.conf(t, "blue", 500, "10.67.0.0/24", "10.67.0.20", "10.67.0.29", extra("fd50::1"))
+	p, q := cnitest.NewPod(t), cnitest.NewPod(t)
+	a.Add(t, plugin, ca, p, "net1")
+	rq := b.Add(t, plugin, cb, q, "net1")
+	if got := p.NS.Link(t, "net1").Attrs().MTU; got != 1430 {
+		t.Errorf("pod MTU %d over an IPv6 underlay, want 1500 - 70", got)
+	}
+	if err := traffic.Ping(p.NS, ip4(t, rq), 10*time.Second); err != nil {
+		t.Errorf("across an IPv6 underlay: %v", err)
+	}
+}
