@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netclass-dev/netclass/plugins/kernel/sysfs/sysfstest"
+	"github.com/netclass-dev/netclass/plugins/sriov"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/vm/guest"
@@ -39,13 +41,17 @@ func runExample(t *testing.T, f string) {
 	peer := nstest.New(t)
 	nstest.Veth(t, h.NS, "eth1", "192.168.100.11/24", peer, "eth1", "192.168.100.12/24")
 	dir, name := relocate(t, f)
+	env := append(os.Environ(), "NETCONFPATH="+dir, "CNI_PATH="+h.Dir, "CNI_IFNAME=net1")
+	if list(t, f)[0] == "netclass-sriov" {
+		env = append(env, sriovStandIn(t, h, peer))
+	}
 	pod := nstest.New(t)
 	cnitool := func(args ...string) string {
 		t.Helper()
 		var out []byte
 		err := h.NS.Run(func() error {
 			cmd := exec.Command(filepath.Join(h.Dir, "cnitool"), args...)
-			cmd.Env = append(os.Environ(), "NETCONFPATH="+dir, "CNI_PATH="+h.Dir, "CNI_IFNAME=net1")
+			cmd.Env = env
 			var err error
 			out, err = cmd.CombinedOutput()
 			return err
@@ -80,8 +86,26 @@ func runExample(t *testing.T, f string) {
 	cnitool("del", name, pod.Path)
 }
 
+// sriovStandIn makes the host's eth1 an SR-IOV PF with one VF, for
+// netclass-sriov: a fake sysfs tree (returned as the environment setting the
+// plugin reads it from) lists eth1 as the PF and a veth as its VF's netdev.
+func sriovStandIn(t *testing.T, h *cnitest.Host, peer *nstest.NS) string {
+	t.Helper()
+	tree := sysfstest.New(t)
+	tree.AddPF("eth1", "0000:03:00.0", 8)
+	nstest.Veth(t, h.NS, "eth1v0", "", peer, "eth1v0", "")
+	tree.AddVF("0000:03:00.0", 0, "0000:03:10.0", "iavf", "eth1v0")
+	return sriov.EnvSysfsRoot + "=" + tree.Root
+}
+
+// pfSettings are the netclass-sriov options set through the PF, which no
+// stand-in PF can take (plugins/sriov's VM tests prove them on a netdevsim
+// PF): relocate drops them.
+var pfSettings = []string{"vlan", "vlanQoS", "vlanProto", "mac", "spoofchk", "trust", "linkState", "minTxRate", "maxTxRate", "offloadEgressRate"}
+
 // relocate copies an example into a temporary NETCONFPATH with every state
-// directory (netclass's and host-local's) inside the test's temp dirs.
+// directory (netclass's and host-local's) inside the test's temp dirs, and
+// without the PF settings of netclass-sriov.
 func relocate(t *testing.T, file string) (dir, name string) {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -96,6 +120,11 @@ func relocate(t *testing.T, file string) (dir, name string) {
 		pm := p.(map[string]any)
 		if strings.HasPrefix(fmt.Sprint(pm["type"]), "netclass-") {
 			pm["dataDir"] = t.TempDir()
+		}
+		if pm["type"] == "netclass-sriov" {
+			for _, k := range pfSettings {
+				delete(pm, k)
+			}
 		}
 		if ipam, ok := pm["ipam"].(map[string]any); ok && ipam["type"] == "host-local" {
 			ipam["dataDir"] = t.TempDir()

@@ -52,15 +52,25 @@ func TestExamplesAreValid(t *testing.T) {
 	}
 }
 
+// TestEveryExampleIsDocumented looks in the README and the plugins' own
+// READMEs (plugins/*/README.md).
 func TestEveryExampleIsDocumented(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	more, _ := filepath.Glob("../../plugins/*/README.md")
+	for _, m := range more {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme = append(readme, b...)
+	}
 	files, _ := filepath.Glob("*.conflist")
 	for _, f := range files {
 		if !strings.Contains(string(readme), "conf/examples/"+f) {
-			t.Errorf("README.md does not mention conf/examples/%s", f)
+			t.Errorf("neither README.md nor a plugins/*/README.md mentions conf/examples/%s", f)
 		}
 	}
 }

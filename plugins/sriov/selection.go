@@ -38,9 +38,9 @@ func (p plugin) candidates(c *netconf.SRIOV) (string, []sysfs.VF, error) {
 func deviceError(id string, err error) error {
 	switch {
 	case errors.Is(err, sysfs.ErrNoDevice):
-		return attach.Invalid("deviceID: no PCI device %s (%v)", id, err)
+		return attach.Invalid("deviceID: no PCI device %s", id)
 	case errors.Is(err, sysfs.ErrNotVF):
-		return attach.Invalid("deviceID: %s is not a VF of any PF (%v)", id, err)
+		return attach.Invalid("deviceID: %s is not a VF of any PF", id)
 	}
 	return attach.Invalid("deviceID: %v", err)
 }
@@ -53,7 +53,7 @@ func masterError(pf string, err error) error {
 	case errors.Is(err, sysfs.ErrNotPF):
 		return attach.Invalid("master: %q is not an SR-IOV PF (%v)", pf, err)
 	case errors.Is(err, sysfs.ErrNoVFs):
-		return attach.Invalid("master: PF %q has no VFs enabled (%v)", pf, err)
+		return attach.Invalid("master: PF %q has no VFs enabled (sriov_numvfs)", pf)
 	}
 	return attach.Invalid("master: %v", err)
 }
