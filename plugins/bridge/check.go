@@ -25,15 +25,9 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	prev, err := attach.PrevResult(c.CNIVersion, c.RawPrevResult)
+	prev, err := attach.BeginCheck(context.Background(), c.CNIVersion, c.RawPrevResult, args.Netns, ipamOf(c))
 	if err != nil {
 		return err
-	}
-	if err := attach.UsableNetNS(args.Netns); err != nil {
-		return err
-	}
-	if err := ipamOf(c).Check(context.Background()); err != nil {
-		return attach.Internal(err, nil)
 	}
 	br, err := link.ByName(c.BrName)
 	if err != nil {

@@ -22,24 +22,11 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	rec, err := store(c).Get(c.Name, args.ContainerID, args.IfName)
+	rec, err := store(c).ForDel(c.Name, args)
 	if err != nil {
 		return attach.Internal(err, nil)
 	}
-	if rec == nil {
-		rec = &attach.Record{Network: c.Name, ContainerID: args.ContainerID, IfName: args.IfName}
-	}
-	if args.Netns != "" { // the runtime may omit a namespace that is gone
-		rec.NetNS = args.Netns
-	}
-	err = attach.Parallel(
-		func() error { return ipamOf(c).Del(context.Background()) },
-		func() error { return teardown(c, rec) },
-	)
-	if err != nil {
-		return attach.Internal(err, nil)
-	}
-	return nil
+	return attach.Del(context.Background(), ipamOf(c), rec, func(r *attach.Record) error { return teardown(c, r) })
 }
 
 // teardown removes everything of one attachment but its IPAM allocation.
@@ -85,23 +72,11 @@ func cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	recs, err := store(c).List(c.Name)
-	if err != nil {
-		return attach.Internal(err, nil)
-	}
-	valid := attach.Valid(c.ValidAttachments)
-	var errs []error
-	for _, r := range recs {
-		if !valid[r.Key()] {
-			errs = append(errs, ipamOf(c).ReleaseFor(context.Background(), r), teardown(c, r))
+	err = attach.GC(context.Background(), store(c), c.Name, c.ValidAttachments, ipamOf(c), func(r *attach.Record) error { return teardown(c, r) })
+	if c.IPMasq {
+		if merr := ip.GCIPMasqForNetwork(c.Name, c.ValidAttachments); merr != nil {
+			err = errors.Join(err, attach.Internal(merr, nil))
 		}
 	}
-	errs = append(errs, ipamOf(c).GC(context.Background()))
-	if c.IPMasq {
-		errs = append(errs, ip.GCIPMasqForNetwork(c.Name, c.ValidAttachments))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return attach.Internal(err, nil)
-	}
-	return nil
+	return err
 }

@@ -5,6 +5,7 @@
 package qoschain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -167,21 +168,9 @@ func cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	recs, err := store(c).List(c.Name)
-	if err != nil {
-		return attach.Internal(err, nil)
-	}
-	valid := attach.Valid(c.ValidAttachments)
-	var errs []error
-	for _, r := range recs {
-		if !valid[r.Key()] {
-			errs = append(errs, remove(c, r.ContainerID, r.IfName, r.NetNS, r))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return attach.Internal(err, nil)
-	}
-	return nil
+	return attach.GC(context.Background(), store(c), c.Name, c.ValidAttachments, attach.IPAM{}, func(r *attach.Record) error {
+		return remove(c, r.ContainerID, r.IfName, r.NetNS, r)
+	})
 }
 
 // cmdStatus: netclass-qos needs nothing beyond the kernel to serve ADDs.

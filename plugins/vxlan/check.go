@@ -19,14 +19,11 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	prev, err := attach.PrevResult(c.CNIVersion, c.RawPrevResult)
+	prev, err := attach.BeginCheck(context.Background(), c.CNIVersion, c.RawPrevResult, args.Netns, ipamOf(c))
 	if err != nil {
 		return err
 	}
-	if err := attach.UsableNetNS(args.Netns); err != nil {
-		return err
-	}
-	if err := check(c, args); err != nil {
+	if err := checkShared(c); err != nil {
 		return attach.Internal(err, nil)
 	}
 	p := bridgeport.Port{ContainerID: args.ContainerID, NetNS: args.Netns, IfName: args.IfName}
@@ -47,11 +44,8 @@ func cmdCheck(args *skel.CmdArgs) error {
 	return nil
 }
 
-// check verifies the VNI's shared devices and IPAM's allocation.
-func check(c *netconf.VXLAN, args *skel.CmdArgs) error {
-	if err := ipamOf(c).Check(context.Background()); err != nil {
-		return err
-	}
+// checkShared verifies the VNI's shared devices.
+func checkShared(c *netconf.VXLAN) error {
 	u, err := resolveUnderlay(c)
 	if err != nil {
 		return err

@@ -29,23 +29,15 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	netnsPath := args.Netns
-	if netnsPath == "" {
-		if rec, _ := store(c).Get(c.Name, args.ContainerID, args.IfName); rec != nil {
-			netnsPath = rec.NetNS
-		}
-	}
-	err = attach.Parallel(
-		func() error { return ipamOf(c).Del(context.Background()) },
-		func() error { return teardown(c, args.ContainerID, args.IfName, netnsPath) },
-	)
+	rec, err := store(c).ForDel(c.Name, args)
 	if err != nil {
 		return attach.Internal(err, nil)
 	}
-	return nil
+	return attach.Del(context.Background(), ipamOf(c), rec, func(r *attach.Record) error { return teardown(c, r) })
 }
 
-func teardown(c *netconf.VXLAN, containerID, ifname, netnsPath string) error {
+func teardown(c *netconf.VXLAN, r *attach.Record) error {
+	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	err := attach.Parallel(
 		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
@@ -62,20 +54,5 @@ func cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	recs, err := store(c).List(c.Name)
-	if err != nil {
-		return attach.Internal(err, nil)
-	}
-	valid := attach.Valid(c.ValidAttachments)
-	var errs []error
-	for _, r := range recs {
-		if !valid[r.Key()] {
-			errs = append(errs, ipamOf(c).ReleaseFor(context.Background(), r), teardown(c, r.ContainerID, r.IfName, r.NetNS))
-		}
-	}
-	errs = append(errs, ipamOf(c).GC(context.Background()))
-	if err := errors.Join(errs...); err != nil {
-		return attach.Internal(err, nil)
-	}
-	return nil
+	return attach.GC(context.Background(), store(c), c.Name, c.ValidAttachments, ipamOf(c), func(r *attach.Record) error { return teardown(c, r) })
 }
