@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -103,15 +104,35 @@ func (p *Publisher) Published() <-chan struct{} {
 	return p.published
 }
 
-// Sync computes and publishes once.
-func (p *Publisher) Sync(ctx context.Context, sink Sink) error {
+// Prime computes which device stands for which network without publishing,
+// so Lookup answers before the first publication.
+func (p *Publisher) Prime(ctx context.Context) error {
+	_, table, _, err := p.compute(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.table = table
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Publisher) compute(ctx context.Context) ([]resourceapi.Device, map[string]network.Network, int, error) {
 	nets, skips, err := p.source.Collect()
 	if err != nil {
-		return fmt.Errorf("collect networks: %w", err)
+		return nil, nil, 0, fmt.Errorf("collect networks: %w", err)
 	}
 	p.logSkips(ctx, skips)
-	mode := p.Mode()
-	devices, table := Build(nets, mode, p.opts.Slots)
+	devices, table := Build(nets, p.Mode(), p.opts.Slots)
+	return devices, table, len(nets), nil
+}
+
+// Sync computes and publishes once.
+func (p *Publisher) Sync(ctx context.Context, sink Sink) error {
+	devices, table, nets, err := p.compute(ctx)
+	if err != nil {
+		return err
+	}
 	resources := resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
 		p.opts.Pool: {Slices: Slices(devices, MaxDevicesPerSlice)},
 	}}
@@ -123,7 +144,7 @@ func (p *Publisher) Sync(ctx context.Context, sink Sink) error {
 	close(p.published)
 	p.published = make(chan struct{})
 	p.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Published networks", "pool", p.opts.Pool, "networks", len(nets), "devices", len(devices), "mode", mode)
+	klog.FromContext(ctx).V(2).Info("Published networks", "pool", p.opts.Pool, "networks", nets, "devices", len(devices), "mode", p.Mode())
 	return nil
 }
 

@@ -1,0 +1,290 @@
+// Package daemon wires netclass-dra together: the ResourceSlice publisher,
+// the DRA kubelet plugin, the NRI plugin, the claim status writer and the
+// NodeNetwork reporter, over one set of informers and one checkpoint. The
+// command (cmd/netclass-dra) and the tests start it the same way.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
+	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/cni"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/nodenetwork"
+	"github.com/netclass-dev/netclass/shim/prepare"
+	"github.com/netclass-dev/netclass/shim/publish"
+	"github.com/netclass-dev/netclass/shim/runtime"
+	"github.com/netclass-dev/netclass/shim/status"
+)
+
+// Config is everything the daemon needs; the flags of DESIGN.md map onto it.
+type Config struct {
+	RestConfig *rest.Config
+	NodeName   string
+	// KubeletDir is the kubelet's root: the plugin socket goes under
+	// plugins/netclass.dev/, the registration socket under plugins_registry/.
+	KubeletDir string
+	NRISocket  string
+	CNIBinDirs []string
+	StateDir   string
+	// Slots is the number of single-use devices per network when shared
+	// devices are unavailable or disabled.
+	Slots int
+	// NoSharedDevices publishes slots from the start.
+	NoSharedDevices bool
+	// Observer, when set, receives the timing of every attached pod.
+	Observer func(runtime.Timing)
+}
+
+// Daemon is a configured netclass-dra.
+type Daemon struct {
+	cfg       Config
+	kube      kubernetes.Interface
+	nc        ncclient.Interface
+	factory   ncinformers.SharedInformerFactory
+	nodeFac   ncinformers.SharedInformerFactory
+	publisher *publish.Publisher
+	store     *checkpoint.Store
+	runtime   *runtime.Plugin
+	prepare   *prepare.Plugin
+	nodeNets  *nodenetwork.Reporter
+	events    record.EventBroadcaster
+}
+
+// New builds the daemon: clients, informers, checkpoint, plugins.
+func New(ctx context.Context, cfg Config) (*Daemon, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg.RestConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	nc, err := ncclient.NewForConfig(cfg.RestConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create netclass client: %w", err)
+	}
+	store, problems := checkpoint.Open(filepath.Join(cfg.StateDir, "claims"))
+	if store == nil {
+		return nil, errors.Join(problems...)
+	}
+	for _, p := range problems {
+		klog.FromContext(ctx).Error(p, "Checkpoint record set aside")
+	}
+	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store}
+	d.informers()
+	d.plugins(ctx)
+	return d, nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.RestConfig == nil {
+		errs = append(errs, errors.New("no API server configuration"))
+	}
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is empty"))
+	}
+	for name, v := range map[string]string{"kubelet directory": c.KubeletDir, "NRI socket": c.NRISocket, "state directory": c.StateDir} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is empty", name))
+		}
+	}
+	if len(c.CNIBinDirs) == 0 {
+		errs = append(errs, errors.New("no CNI bin directory"))
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) informers() {
+	d.factory = ncinformers.NewSharedInformerFactory(d.nc, 10*time.Minute)
+	d.nodeFac = ncinformers.NewSharedInformerFactoryWithOptions(d.nc, 10*time.Minute,
+		ncinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
+		}))
+	mn, ncv := d.factory.Multinetwork().V1(), d.factory.Netclass().V1alpha1()
+	objs := network.Listers{
+		Classes: mn.NetworkClasses().Lister(), PodNets: mn.PodNetworks().Lister(),
+		Nets: ncv.Networks().Lister(), NodeNets: d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister(),
+	}
+	mode := publish.Shared
+	if d.cfg.NoSharedDevices {
+		mode = publish.Slots
+	}
+	d.publisher = publish.New(collector{objs: objs, host: network.LocalHost{}},
+		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots})
+	trigger := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { d.publisher.Trigger() },
+		UpdateFunc: func(any, any) { d.publisher.Trigger() },
+		DeleteFunc: func(any) { d.publisher.Trigger() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		mn.NetworkClasses().Informer(), mn.PodNetworks().Informer(), ncv.Networks().Informer(),
+		d.nodeFac.Netclass().V1alpha1().NodeNetworks().Informer(),
+	} {
+		inf.AddEventHandler(trigger)
+	}
+	ncv.NetworkQoSes().Informer() // registered before Start so the lister is served
+}
+
+func (d *Daemon) plugins(ctx context.Context) {
+	d.events = record.NewBroadcaster(record.WithContext(ctx))
+	recorder := d.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netclass-dra", Host: d.cfg.NodeName})
+	reporter := &status.Reporter{Status: &status.Writer{Client: d.kube}, Events: recorder}
+	runner := cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache"))
+	d.runtime = runtime.NewPlugin(ctx, d.store, runner, reporter)
+	d.runtime.Observer = d.cfg.Observer
+	d.prepare = &prepare.Plugin{
+		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
+		Pods:     podGetter{d.kube},
+		QoS:      qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
+		Detacher: d.runtime, Reporter: reporter,
+		OnError: d.publisher.HandleError,
+	}
+	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}}
+}
+
+// Run serves until ctx ends.
+func (d *Daemon) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
+	defer d.events.Shutdown()
+	d.factory.Start(ctx.Done())
+	d.nodeFac.Start(ctx.Done())
+	defer d.factory.Shutdown()
+	defer d.nodeFac.Shutdown()
+	for typ, ok := range d.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache of %v did not sync", typ)
+		}
+	}
+	for typ, ok := range d.nodeFac.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache of %v did not sync", typ)
+		}
+	}
+	if err := d.publisher.Prime(ctx); err != nil {
+		return err
+	}
+	helper, err := d.startKubeletPlugin(ctx)
+	if err != nil {
+		return err
+	}
+	defer helper.Stop()
+	logger.Info("netclass-dra started", "node", d.cfg.NodeName, "kubeletDir", d.cfg.KubeletDir, "nriSocket", d.cfg.NRISocket,
+		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
+	done := make(chan struct{}, 4)
+	spawn := func(f func()) {
+		go func() { defer func() { done <- struct{}{} }(); f() }()
+	}
+	spawn(func() { d.publisher.Run(ctx, helper) })
+	spawn(func() { runtime.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
+	spawn(func() { d.reportNodeNetworks(ctx) })
+	spawn(func() { d.sweep(ctx) })
+	<-ctx.Done()
+	for range 4 {
+		<-done
+	}
+	d.runtime.Wait()
+	logger.Info("netclass-dra stopped")
+	return nil
+}
+
+func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper, error) {
+	pluginDir := filepath.Join(d.cfg.KubeletDir, "plugins", attachment.DriverName)
+	registry := filepath.Join(d.cfg.KubeletDir, "plugins_registry")
+	for _, dir := range []string{pluginDir, registry} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create kubelet plugin directory: %w", err)
+		}
+	}
+	helper, err := kubeletplugin.Start(ctx, d.prepare,
+		kubeletplugin.DriverName(attachment.DriverName),
+		kubeletplugin.KubeClient(d.kube),
+		kubeletplugin.NodeName(d.cfg.NodeName),
+		kubeletplugin.PluginDataDirectoryPath(pluginDir),
+		kubeletplugin.RegistrarDirectoryPath(registry),
+		kubeletplugin.HealthService(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("start the DRA kubelet plugin: %w", err)
+	}
+	return helper, nil
+}
+
+// reportNodeNetworks writes this node's NodeNetwork statuses on every change
+// and every 30 s (devices come and go without events).
+func (d *Daemon) reportNodeNetworks(ctx context.Context) {
+	lister := d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	changed := make(chan struct{}, 1)
+	d.nodeFac.Netclass().V1alpha1().NodeNetworks().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke(changed) },
+		UpdateFunc: func(any, any) { poke(changed) },
+	})
+	for {
+		nns, err := lister.List(labelsEverything())
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Listing NodeNetworks failed")
+		}
+		for _, nn := range nns {
+			if err := d.nodeNets.Report(ctx, nn); err != nil {
+				klog.FromContext(ctx).Error(err, "Reporting a NodeNetwork failed")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-changed:
+		}
+	}
+}
+
+// sweep deletes the driver's slices of departed nodes now and every 10 minutes.
+func (d *Daemon) sweep(ctx context.Context) {
+	tick := time.NewTicker(10 * time.Minute)
+	defer tick.Stop()
+	for {
+		deleted, err := publish.SweepDeparted(ctx, publish.ClientSliceAPI{Client: d.kube}, attachment.DriverName)
+		if err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Sweeping ResourceSlices of departed nodes failed")
+		}
+		if len(deleted) > 0 {
+			klog.FromContext(ctx).Info("Deleted ResourceSlices of departed nodes", "slices", deleted)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

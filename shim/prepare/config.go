@@ -1,0 +1,69 @@
+package prepare
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+)
+
+// OpaqueConfig merges the opaque configurations of driver netclass.dev that
+// apply to a request: the DeviceClass's first, then the claim's, later
+// entries overriding earlier ones. It returns nil when there is none.
+func OpaqueConfig(configs []resourceapi.DeviceAllocationConfiguration, request string) (*attachment.Config, error) {
+	ordered := append([]resourceapi.DeviceAllocationConfiguration(nil), configs...)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		return ordered[i].Source == resourceapi.AllocationConfigSourceClass && ordered[j].Source != resourceapi.AllocationConfigSourceClass
+	})
+	var merged *attachment.Config
+	for i, c := range ordered {
+		if c.Opaque == nil || c.Opaque.Driver != attachment.DriverName || !appliesTo(c.Requests, request) {
+			continue
+		}
+		cfg, err := attachment.ParseConfig(c.Opaque.Parameters.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("opaque configuration %d (from %s): %w", i, strings.ToLower(string(c.Source)), err)
+		}
+		merged = attachment.Merge(merged, cfg)
+	}
+	return merged, nil
+}
+
+// appliesTo: no requests means all; a request "r" also covers its subrequests "r/s".
+func appliesTo(requests []string, request string) bool {
+	if len(requests) == 0 {
+		return true
+	}
+	parent, _, _ := strings.Cut(request, "/")
+	for _, r := range requests {
+		if r == request || r == parent {
+			return true
+		}
+	}
+	return false
+}
+
+// ClaimOrder is the position of the claim in the pod's spec.resourceClaims
+// (resolving claims generated from templates through the pod's status), or
+// len(spec.resourceClaims) when the pod does not list it.
+func ClaimOrder(pod *corev1.Pod, claimName string) int {
+	generated := map[string]string{}
+	for _, s := range pod.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			generated[s.Name] = *s.ResourceClaimName
+		}
+	}
+	for i, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimName != nil && *rc.ResourceClaimName == claimName {
+			return i
+		}
+		if generated[rc.Name] == claimName {
+			return i
+		}
+	}
+	return len(pod.Spec.ResourceClaims)
+}

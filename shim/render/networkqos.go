@@ -1,0 +1,155 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+// Peers resolves a destination's pod and namespace selectors to the
+// addresses the selected pods have on the network.
+type Peers interface {
+	Addresses(namespace string, to ncv1.Destination, net network.Network) ([]netip.Addr, error)
+}
+
+// Target is the pod and network a NetworkQoS may select.
+type Target struct {
+	Namespace string
+	PodLabels map[string]string
+	Network   network.Network
+}
+
+// Rules compiles the NetworkQoS objects of the pod's namespace that select the
+// pod and the network into qos egress rules. A rule's priority is the object's
+// priority × 20 plus the rule's index (seed 003: later rules and higher
+// priorities win, without collisions). A rule whose destinations resolve to no
+// address is dropped: an empty destination list would match everything.
+func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) ([]qos.Rule, error) {
+	sorted := append([]*ncv1.NetworkQoS(nil), objs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var rules []qos.Rule
+	var errs []error
+	for _, obj := range sorted {
+		ok, err := Selects(obj, target)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		for i, r := range obj.Spec.Egress {
+			rule, keep, err := compileRule(obj, i, r, target, peers)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if keep {
+				rules = append(rules, rule)
+			}
+		}
+	}
+	return rules, errors.Join(errs...)
+}
+
+// Selects reports whether a NetworkQoS applies to the pod on the network.
+func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
+	if obj.Namespace != t.Namespace {
+		return false, nil
+	}
+	pods, err := metav1.LabelSelectorAsSelector(&obj.Spec.PodSelector)
+	if err != nil {
+		return false, fmt.Errorf("NetworkQoS %s/%s: podSelector: %w", obj.Namespace, obj.Name, err)
+	}
+	if !pods.Matches(labels.Set(t.PodLabels)) {
+		return false, nil
+	}
+	if len(obj.Spec.NetworkSelectors) == 0 {
+		return true, nil
+	}
+	for _, ns := range obj.Spec.NetworkSelectors {
+		var sel *metav1.LabelSelector
+		switch {
+		case ns.NetworkSelectionType == ncv1.PodNetworks && t.Network.Ref.Kind == network.PodNetworkGVK.Kind:
+			sel = ns.PodNetworkSelector
+		case ns.NetworkSelectionType == ncv1.Networks && t.Network.Ref.Kind == network.NetworkGVK.Kind:
+			sel = ns.NetworkSelector
+		default:
+			continue
+		}
+		if sel == nil {
+			return true, nil
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return false, fmt.Errorf("NetworkQoS %s/%s: networkSelectors: %w", obj.Namespace, obj.Name, err)
+		}
+		if s.Matches(labels.Set(t.Network.Labels)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, peers Peers) (qos.Rule, bool, error) {
+	dscp := int(r.DSCP)
+	out := qos.Rule{Priority: int(obj.Spec.Priority)*ncv1.MaxNetworkQoSRules + i, DSCP: &dscp}
+	if r.Bandwidth != nil && r.Bandwidth.Rate != nil {
+		out.Bandwidth = &qos.Bandwidth{Rate: *r.Bandwidth.Rate}
+		if r.Bandwidth.Burst != nil {
+			out.Bandwidth.Burst = *r.Bandwidth.Burst
+		}
+	}
+	if r.Classifier == nil {
+		return out, true, nil
+	}
+	for _, p := range r.Classifier.Ports {
+		port := qos.Port{Protocol: string(p.Protocol)}
+		if p.Port != nil {
+			v := int(*p.Port)
+			port.Port = &v
+		}
+		out.Classifier.Ports = append(out.Classifier.Ports, port)
+	}
+	for _, to := range r.Classifier.To {
+		peersOf, err := destination(obj, to, t, peers)
+		if err != nil {
+			return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
+		}
+		out.Classifier.To = append(out.Classifier.To, peersOf...)
+	}
+	if len(r.Classifier.To) > 0 && len(out.Classifier.To) == 0 {
+		return qos.Rule{}, false, nil
+	}
+	return out, true, nil
+}
+
+func destination(obj *ncv1.NetworkQoS, to ncv1.Destination, t Target, peers Peers) ([]qos.Peer, error) {
+	if to.IPBlock != nil {
+		b := &qos.IPBlock{CIDR: string(to.IPBlock.CIDR)}
+		for _, e := range to.IPBlock.Except {
+			b.Except = append(b.Except, string(e))
+		}
+		return []qos.Peer{{IPBlock: b}}, nil
+	}
+	if peers == nil {
+		return nil, fmt.Errorf("pod and namespace selectors cannot be resolved here")
+	}
+	addrs, err := peers.Addresses(obj.Namespace, to, t.Network)
+	if err != nil {
+		return nil, fmt.Errorf("resolve destination selectors: %w", err)
+	}
+	out := make([]qos.Peer, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
+	}
+	return out, nil
+}

@@ -1,0 +1,134 @@
+// Package render turns what Prepare knows about one attachment — the network's
+// main-plugin configuration, the claim's opaque AttachmentConfig and the
+// NetworkQoS rules selecting the pod — into the CNI configuration list that
+// netclass-dra executes. It is pure.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+// Input is one attachment to render.
+type Input struct {
+	Network network.Network
+	// Config is the request's merged opaque configuration (nil: none).
+	Config *attachment.Config
+	// Rules are the compiled NetworkQoS egress rules for the pod on this network.
+	Rules []qos.Rule
+}
+
+// ConfList renders the configuration list: the main plugin with the network's
+// qos block merged with the claim's, and — when NetworkQoS rules apply — a
+// chained netclass-qos that carries the whole merged block instead, so one
+// plugin owns the interface's QoS. Static MAC/IPs are requested through the
+// "mac" and "ips" capabilities, whose values the runtime side passes.
+func ConfList(in Input) ([]byte, error) {
+	name := in.Network.Ref.CNIName()
+	main := map[string]any{}
+	if err := json.Unmarshal(in.Network.Config, &main); err != nil {
+		return nil, fmt.Errorf("render %s: main plugin configuration: %w", in.Network.Ref, err)
+	}
+	eff, err := effectiveQoS(main, in.Config)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
+	}
+	delete(main, "qos")
+	delete(main, "name")
+	delete(main, "cniVersion")
+	setCapabilities(main, in.Config)
+	plugins := []any{main}
+	if len(in.Rules) > 0 {
+		chained := qos.Merge(eff, &qos.Spec{Egress: append(append([]qos.Rule{}, egressOf(eff)...), in.Rules...)})
+		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": chained})
+	} else if !eff.IsZero() {
+		main["qos"] = eff
+	}
+	list := map[string]any{"cniVersion": attachment.CNIVersion, "name": name, "plugins": plugins}
+	out, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
+	}
+	if err := Validate(out); err != nil {
+		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
+	}
+	return out, nil
+}
+
+func effectiveQoS(main map[string]any, cfg *attachment.Config) (*qos.Spec, error) {
+	var base *qos.Spec
+	if raw, ok := main["qos"]; ok && raw != nil {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("network qos: %w", err)
+		}
+		base = &qos.Spec{}
+		if err := json.Unmarshal(b, base); err != nil {
+			return nil, fmt.Errorf("network qos: %w", err)
+		}
+	}
+	if cfg == nil || cfg.QoS == nil {
+		return base, nil
+	}
+	return qos.Merge(base, cfg.QoS), nil
+}
+
+func egressOf(s *qos.Spec) []qos.Rule {
+	if s == nil {
+		return nil
+	}
+	return s.Egress
+}
+
+func setCapabilities(main map[string]any, cfg *attachment.Config) {
+	if cfg == nil || (cfg.MAC == "" && len(cfg.IPs) == 0) {
+		return
+	}
+	caps, _ := main["capabilities"].(map[string]any)
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	if cfg.MAC != "" {
+		caps["mac"] = true
+	}
+	if len(cfg.IPs) > 0 {
+		caps["ips"] = true
+	}
+	main["capabilities"] = caps
+}
+
+// Validate parses a rendered list and every plugin in it with conf/netconf,
+// the parsers the plugins themselves use.
+func Validate(confList []byte) error {
+	var list struct {
+		CNIVersion string            `json:"cniVersion"`
+		Name       string            `json:"name"`
+		Plugins    []json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(confList, &list); err != nil {
+		return fmt.Errorf("configuration list: %w", err)
+	}
+	if list.Name == "" || list.CNIVersion == "" || len(list.Plugins) == 0 {
+		return fmt.Errorf("configuration list: name, cniVersion and at least one plugin are required")
+	}
+	for i, p := range list.Plugins {
+		obj := map[string]any{}
+		if err := json.Unmarshal(p, &obj); err != nil {
+			return fmt.Errorf("plugins[%d]: %w", i, err)
+		}
+		obj["name"], obj["cniVersion"] = list.Name, list.CNIVersion
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("plugins[%d]: %w", i, err)
+		}
+		if _, err := netconf.Parse(b); err != nil {
+			return fmt.Errorf("plugins[%d] (%v): %w", i, obj["type"], err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package render
+
+import (
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+func bridgeNet(extra string) network.Network {
+	return network.Network{
+		Ref:    attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"},
+		Labels: map[string]string{"tier": "data"},
+		Type:   "netclass-bridge",
+		Config: json.RawMessage(`{"cniVersion":"1.1.0","name":"blue","type":"netclass-bridge","bridge":"blue0",` + extra +
+			`"ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`),
+	}
+}
+
+type list struct {
+	CNIVersion string           `json:"cniVersion"`
+	Name       string           `json:"name"`
+	Plugins    []map[string]any `json:"plugins"`
+}
+
+func decode(t *testing.T, raw []byte) list {
+	t.Helper()
+	var l list
+	if err := json.Unmarshal(raw, &l); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return l
+}
+
+func intp(i int) *int { return &i }
+
+func TestConfList(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    Input
+		check func(t *testing.T, l list)
+		err   string
+	}{
+		{
+			name: "network alone",
+			in:   Input{Network: bridgeNet("")},
+			check: func(t *testing.T, l list) {
+				if l.Name != "blue" || l.CNIVersion != "1.1.0" || len(l.Plugins) != 1 {
+					t.Fatalf("list = %+v", l)
+				}
+				p := l.Plugins[0]
+				if p["type"] != "netclass-bridge" || p["bridge"] != "blue0" || p["name"] != nil || p["qos"] != nil || p["capabilities"] != nil {
+					t.Fatalf("main plugin = %v", p)
+				}
+			},
+		},
+		{
+			name: "claim qos merged over the network's, in the main plugin",
+			in: Input{Network: bridgeNet(`"qos":{"dscp":10,"egressRate":1000000,"egressBurst":100000},`),
+				Config: &attachment.Config{QoS: &qos.Spec{DSCP: intp(46)}}},
+			check: func(t *testing.T, l list) {
+				q := l.Plugins[0]["qos"].(map[string]any)
+				if q["dscp"] != 46.0 || q["egressRate"] != 1e6 || len(l.Plugins) != 1 {
+					t.Fatalf("qos = %v", q)
+				}
+			},
+		},
+		{
+			name: "static mac and ips ask for the capabilities",
+			in: Input{Network: bridgeNet(`"capabilities":{"bandwidth":true},`),
+				Config: &attachment.Config{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
+			check: func(t *testing.T, l list) {
+				caps := l.Plugins[0]["capabilities"].(map[string]any)
+				if caps["mac"] != true || caps["ips"] != true || caps["bandwidth"] != true {
+					t.Fatalf("capabilities = %v", caps)
+				}
+			},
+		},
+		{
+			name: "NetworkQoS rules chain netclass-qos, which takes the whole block",
+			in: Input{Network: bridgeNet(`"qos":{"dscp":10,"egress":[{"priority":1,"dscp":8,"classifier":{}}]},`),
+				Config: &attachment.Config{QoS: &qos.Spec{EgressRate: 2000000, EgressBurst: 20000}},
+				Rules:  []qos.Rule{{Priority: 40, DSCP: intp(20)}}},
+			check: func(t *testing.T, l list) {
+				if len(l.Plugins) != 2 || l.Plugins[1]["type"] != "netclass-qos" || l.Plugins[0]["qos"] != nil {
+					t.Fatalf("plugins = %v", l.Plugins)
+				}
+				q := l.Plugins[1]["qos"].(map[string]any)
+				egress := q["egress"].([]any)
+				if q["dscp"] != 10.0 || q["egressRate"] != 2e6 || len(egress) != 2 || egress[1].(map[string]any)["priority"] != 40.0 {
+					t.Fatalf("chained qos = %v", q)
+				}
+			},
+		},
+		{
+			name: "an invalid merge is refused",
+			in: Input{Network: bridgeNet(""),
+				Config: &attachment.Config{QoS: &qos.Spec{EgressRate: 1000}}},
+			err: "egressBurst",
+		},
+		{
+			name: "broken network configuration",
+			in:   Input{Network: network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "x"}, Config: json.RawMessage(`{`)}},
+			err:  "main plugin configuration",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := ConfList(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, decode(t, out))
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, bad := range []string{
+		`{`, `{"name":"x","cniVersion":"1.1.0","plugins":[]}`,
+		`{"name":"x","cniVersion":"1.1.0","plugins":[{"type":"bridge"}]}`,
+		`{"name":"x","cniVersion":"1.1.0","plugins":[{"type":"netclass-qos","ipam":{"type":"host-local"}}]}`,
+	} {
+		if Validate([]byte(bad)) == nil {
+			t.Errorf("Validate accepted %s", bad)
+		}
+	}
+}
+
+type fakePeers map[string][]netip.Addr
+
+func (f fakePeers) Addresses(ns string, to ncv1.Destination, _ network.Network) ([]netip.Addr, error) {
+	return f[to.PodSelector.MatchLabels["app"]], nil
+}
+
+func nqos(name string, priority int32, mutate func(*ncv1.NetworkQoS)) *ncv1.NetworkQoS {
+	o := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: "games", Name: name},
+		Spec: ncv1.NetworkQoSSpec{Priority: priority, Egress: []ncv1.Rule{{DSCP: 10}, {DSCP: 20}}}}
+	if mutate != nil {
+		mutate(o)
+	}
+	return o
+}
+
+func TestRules(t *testing.T) {
+	rate, burst, port := int64(10000), int64(1000), int32(443)
+	target := Target{Namespace: "games", PodLabels: map[string]string{"user-type": "paid"}, Network: bridgeNet("")}
+	objs := []*ncv1.NetworkQoS{
+		nqos("b-all", 1, nil),
+		nqos("a-paid-only", 3, func(o *ncv1.NetworkQoS) {
+			o.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"user-type": "paid"}}
+			o.Spec.Egress = []ncv1.Rule{{DSCP: 46,
+				Classifier: &ncv1.Classifier{
+					To:    []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: "0.0.0.0/0", Except: []ncv1.CIDR{"10.0.0.0/8"}}}},
+					Ports: []ncv1.Port{{Protocol: ncv1.ProtocolTCP, Port: &port}}},
+				Bandwidth: &ncv1.Bandwidth{Rate: &rate, Burst: &burst}}}
+		}),
+		nqos("free-only", 5, func(o *ncv1.NetworkQoS) {
+			o.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"user-type": "free"}}
+		}),
+		nqos("other-namespace", 5, func(o *ncv1.NetworkQoS) { o.Namespace = "else" }),
+		nqos("networks-only", 5, func(o *ncv1.NetworkQoS) {
+			o.Spec.NetworkSelectors = ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.Networks}}
+		}),
+		nqos("data-podnetworks", 7, func(o *ncv1.NetworkQoS) {
+			o.Spec.NetworkSelectors = ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks,
+				PodNetworkSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "data"}}}}
+			o.Spec.Egress = []ncv1.Rule{
+				{DSCP: 12, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}}},
+				{DSCP: 13, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}}}}},
+			}
+		}),
+	}
+	peers := fakePeers{"db": {netip.MustParseAddr("10.10.1.7"), netip.MustParseAddr("fd00::7")}}
+	rules, err := Rules(objs, target, peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rules {
+		got = append(got, func() string { b, _ := json.Marshal(r); return string(b) }())
+	}
+	want := []string{
+		`{"priority":60,"dscp":46,"classifier":{"to":[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8"]}}],"ports":[{"protocol":"TCP","port":443}]},"bandwidth":{"rate":10000,"burst":1000}}`,
+		`{"priority":20,"dscp":10,"classifier":{}}`,
+		`{"priority":21,"dscp":20,"classifier":{}}`,
+		`{"priority":140,"dscp":12,"classifier":{"to":[{"ipBlock":{"cidr":"10.10.1.7/32"}},{"ipBlock":{"cidr":"fd00::7/128"}}]}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Compiled rules are valid qos rules.
+	spec := &qos.Spec{Egress: rules}
+	if err := spec.Validate("qos"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rules(objs, target, nil); err == nil {
+		t.Fatal("selectors without a resolver were not reported")
+	}
+}

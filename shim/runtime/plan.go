@@ -1,0 +1,81 @@
+// Package runtime is netclass-dra's NRI plugin: when containerd runs a pod
+// sandbox it executes CNI ADD for the pod's prepared attachments inside NRI's
+// time budget, DEL when the sandbox stops or is removed, reconciles its
+// checkpoint with the sandboxes the runtime reports after every (re)connect,
+// runs CNI GC with the valid attachments once at start, and reconnects when
+// containerd restarts.
+package runtime
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+)
+
+// Step is one attachment to make for a pod.
+type Step struct {
+	Claim     *checkpoint.Claim
+	DeviceIdx int
+	Pod       checkpoint.Pod
+	IfName    string
+}
+
+// Device returns the step's device record.
+func (s Step) Device() *checkpoint.Device { return &s.Claim.Devices[s.DeviceIdx] }
+
+// Plan lists the attachments a pod needs, in the order of the pod's resource
+// claims, and names their interfaces: a configured name is kept, the others
+// get net1, net2, … in that order, skipping configured names. Two devices
+// configured with one name are an error.
+func Plan(claims []*checkpoint.Claim, pod types.UID) ([]Step, error) {
+	type entry struct {
+		claim *checkpoint.Claim
+		pod   checkpoint.Pod
+	}
+	var entries []entry
+	for _, c := range claims {
+		for _, p := range c.Pods {
+			if p.UID == pod {
+				entries = append(entries, entry{c, p})
+				break
+			}
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		a, b := entries[i], entries[j]
+		if a.pod.Order != b.pod.Order {
+			return a.pod.Order < b.pod.Order
+		}
+		return a.claim.Namespace+"/"+a.claim.Name < b.claim.Namespace+"/"+b.claim.Name
+	})
+	var steps []Step
+	taken := map[string]string{}
+	for _, e := range entries {
+		for i, d := range e.claim.Devices {
+			steps = append(steps, Step{Claim: e.claim, DeviceIdx: i, Pod: e.pod, IfName: d.InterfaceName})
+			if d.InterfaceName == "" {
+				continue
+			}
+			who := fmt.Sprintf("claim %s request %s", e.claim.Name, d.Request)
+			if prev, dup := taken[d.InterfaceName]; dup {
+				return nil, fmt.Errorf("interface name %s is configured twice in the pod: %s and %s", d.InterfaceName, prev, who)
+			}
+			taken[d.InterfaceName] = who
+		}
+	}
+	next := 1
+	for i := range steps {
+		if steps[i].IfName != "" {
+			continue
+		}
+		for taken[fmt.Sprintf("net%d", next)] != "" {
+			next++
+		}
+		steps[i].IfName = fmt.Sprintf("net%d", next)
+		taken[steps[i].IfName] = "automatic"
+	}
+	return steps, nil
+}

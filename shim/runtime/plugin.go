@@ -1,0 +1,359 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/cni"
+)
+
+// Store keeps the prepared claims and their attachments.
+type Store interface {
+	ForPod(uid types.UID) []*checkpoint.Claim
+	List() []*checkpoint.Claim
+	Update(uid types.UID, fn func(*checkpoint.Claim) error) error
+}
+
+// CNI runs configuration lists.
+type CNI interface {
+	Add(ctx context.Context, confList []byte, a cni.Attachment) (cni.Result, error)
+	Del(ctx context.Context, confList []byte, a cni.Attachment) error
+	GC(ctx context.Context, confList []byte, valid []cni.Attachment) error
+	Cached(confList []byte, a cni.Attachment) (cni.Result, bool, error)
+}
+
+// Reporter writes claim statuses and pod Events.
+type Reporter interface {
+	Attached(ctx context.Context, c *checkpoint.Claim, failures map[string]error) error
+	PodEvent(p checkpoint.Pod, eventType, reason, message string)
+}
+
+// Timing is what one RunPodSandbox of a pod with attachments cost.
+type Timing struct {
+	Pod         types.NamespacedName
+	Attachments int
+	// Add is the time from RunPodSandbox's entry until every ADD was done
+	// and checkpointed: netclass's share of the NRI budget.
+	Add time.Duration
+	// Total runs until the claims' statuses were written.
+	Total time.Duration
+	// Budget is NRI's request timeout in effect.
+	Budget time.Duration
+	Err    error
+}
+
+// Plugin handles NRI pod sandbox events.
+type Plugin struct {
+	Store    Store
+	CNI      CNI
+	Reporter Reporter
+	// Observer, when set, gets the Timing of each RunPodSandbox with attachments.
+	Observer func(Timing)
+	// Margin is kept free of the NRI budget for the reply (default 250 ms).
+	Margin time.Duration
+
+	mu      sync.Mutex // serialises sandbox handling with reconciliation
+	budget  func() time.Duration
+	wg      sync.WaitGroup
+	gcOnce  sync.Once
+	logCtx  context.Context
+	started time.Time
+}
+
+// NewPlugin returns a plugin; logCtx carries the logger for background work.
+func NewPlugin(logCtx context.Context, store Store, runner CNI, reporter Reporter) *Plugin {
+	return &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now()}
+}
+
+// setBudget tells the plugin where NRI's request timeout is read from.
+func (p *Plugin) setBudget(budget func() time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.budget = budget
+}
+
+func (p *Plugin) currentBudget() time.Duration {
+	if p.budget == nil {
+		return 2 * time.Second
+	}
+	return p.budget()
+}
+
+// Wait waits for background work (status writes, reconciliation) to finish.
+func (p *Plugin) Wait() { p.wg.Wait() }
+
+func (p *Plugin) margin() time.Duration {
+	if p.Margin > 0 {
+		return p.Margin
+	}
+	return 250 * time.Millisecond
+}
+
+// RunPodSandbox attaches the pod to its networks within NRI's budget. On any
+// failure it rolls back the attachments of this sandbox and returns an error,
+// so the runtime fails the sandbox and the kubelet retries with a new one.
+func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	start := time.Now()
+	claims := p.Store.ForPod(types.UID(pod.GetUid()))
+	if len(claims) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	budget := p.currentBudget()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(budget-p.margin()))
+	defer cancel()
+	logger := klog.FromContext(p.logCtx).WithValues("pod", klog.KRef(pod.GetNamespace(), pod.GetName()), "sandbox", short(pod.GetId()))
+	steps, failed, err := p.attach(ctx, pod, claims)
+	addDone := time.Since(start)
+	if err != nil {
+		logger.Error(err, "Attaching the pod failed; its sandbox fails and the kubelet retries", "elapsed", addDone, "budget", budget)
+	} else {
+		logger.V(2).Info("Pod attached", "attachments", len(steps), "elapsed", addDone, "budget", budget)
+	}
+	var undo []Step
+	if err != nil && failed >= 0 {
+		undo = steps[:failed+1] // the runtime fails the sandbox: take everything back
+	}
+	p.reportAsync(pod, steps, undo, err, Timing{
+		Pod: types.NamespacedName{Namespace: pod.GetNamespace(), Name: pod.GetName()}, Attachments: len(steps),
+		Add: addDone, Budget: budget, Err: err,
+	}, start)
+	if err != nil {
+		return fmt.Errorf("netclass-dra: %w", err)
+	}
+	return nil
+}
+
+// attach runs ADD for every planned step, checkpointing before and after. On
+// failure it returns the steps and the index of the one that failed; the
+// caller decides what to roll back.
+func (p *Plugin) attach(ctx context.Context, pod *api.PodSandbox, claims []*checkpoint.Claim) ([]Step, int, error) {
+	steps, err := Plan(claims, types.UID(pod.GetUid()))
+	if err != nil {
+		return nil, -1, err
+	}
+	netns := NetNS(pod)
+	if netns == "" {
+		return steps, -1, fmt.Errorf("pod %s/%s has no network namespace of its own (hostNetwork?): it cannot take network claims", pod.GetNamespace(), pod.GetName())
+	}
+	for i, s := range steps {
+		if err := p.addStep(ctx, pod.GetId(), netns, s); err != nil {
+			return steps, i, &StepError{Step: s, Err: err}
+		}
+	}
+	return steps, len(steps), nil
+}
+
+func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) error {
+	dev := s.Device()
+	if a, ok := dev.Attachment(sandbox); ok && a.State == checkpoint.Attached && a.IfName == s.IfName {
+		return nil // already done for this sandbox
+	}
+	att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName, State: checkpoint.Adding}
+	if err := p.setAttachment(s, att); err != nil {
+		return err
+	}
+	res, err := p.CNI.Add(ctx, dev.ConfList, cniAttachment(s.Pod, *dev, att))
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("it did not finish within NRI's budget (raise containerd's NRI plugin_request_timeout): %w", err)
+		}
+		return err
+	}
+	att.State = checkpoint.Attached
+	att.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
+	return p.setAttachment(s, att)
+}
+
+func (p *Plugin) setAttachment(s Step, att checkpoint.Attachment) error {
+	return p.Store.Update(s.Claim.UID, func(c *checkpoint.Claim) error {
+		if s.DeviceIdx >= len(c.Devices) {
+			return fmt.Errorf("claim %s/%s changed under the attachment", c.Namespace, c.Name)
+		}
+		c.Devices[s.DeviceIdx].SetAttachment(att)
+		s.Claim.Devices[s.DeviceIdx].SetAttachment(att)
+		return nil
+	})
+}
+
+// rollback deletes the attachments a failed sandbox got, last first, and
+// forgets them.
+func (p *Plugin) rollback(ctx context.Context, sandbox, netns string, steps []Step) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		s := steps[i]
+		att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName}
+		if err := p.detach(ctx, s.Claim.UID, s.DeviceIdx, *s.Device(), s.Pod, att); err != nil {
+			klog.FromContext(ctx).Error(err, "Rolling back a failed attachment failed; CNI GC will remove it", "pod", klog.KRef(s.Pod.Namespace, s.Pod.Name))
+		}
+	}
+}
+
+// detach runs DEL for one attachment and forgets it once DEL succeeded.
+func (p *Plugin) detach(ctx context.Context, claim types.UID, idx int, dev checkpoint.Device, pod checkpoint.Pod, att checkpoint.Attachment) error {
+	if err := p.CNI.Del(ctx, dev.ConfList, cniAttachment(pod, dev, att)); err != nil {
+		return err
+	}
+	return p.Store.Update(claim, func(c *checkpoint.Claim) error {
+		if idx < len(c.Devices) {
+			c.Devices[idx].RemoveAttachment(att.SandboxID)
+		}
+		return nil
+	})
+}
+
+// reportAsync, after the handler returned (outside NRI's budget), rolls back
+// the undo steps, writes the claims' statuses and the pod's Events, then
+// reports the timing.
+func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error, timing Timing, start time.Time) {
+	failures := map[types.UID]map[string]error{}
+	var failedPod *checkpoint.Pod
+	var se *StepError
+	if errors.As(err, &se) {
+		failures[se.Step.Claim.UID] = map[string]error{se.Step.Device().Device: se.Err}
+		failedPod = &se.Step.Pod
+	}
+	claims := map[types.UID]bool{}
+	var pods []checkpoint.Pod
+	for _, s := range steps {
+		if !claims[s.Claim.UID] {
+			claims[s.Claim.UID] = true
+			pods = append(pods, s.Pod)
+		}
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.logCtx, time.Minute)
+		defer cancel()
+		p.rollback(ctx, pod.GetId(), NetNS(pod), undo)
+		if failedPod != nil {
+			p.Reporter.PodEvent(*failedPod, corev1.EventTypeWarning, "NetworkAttachFailed", se.Error())
+		} else if err != nil && len(pods) > 0 {
+			p.Reporter.PodEvent(pods[0], corev1.EventTypeWarning, "NetworkAttachFailed", err.Error())
+		}
+		for uid := range claims {
+			p.writeStatus(ctx, uid, failures[uid])
+		}
+		timing.Total = time.Since(start)
+		if p.Observer != nil {
+			p.Observer(timing)
+		}
+	}()
+}
+
+func (p *Plugin) writeStatus(ctx context.Context, uid types.UID, failures map[string]error) {
+	for _, c := range p.Store.List() {
+		if c.UID != uid {
+			continue
+		}
+		if err := p.Reporter.Attached(ctx, c, failures); err != nil {
+			klog.FromContext(ctx).Error(err, "Writing the claim's status failed", "claim", klog.KRef(c.Namespace, c.Name))
+		}
+		return
+	}
+}
+
+// StopPodSandbox detaches the sandbox's attachments.
+func (p *Plugin) StopPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	return p.detachSandbox(ctx, pod)
+}
+
+// RemovePodSandbox detaches whatever Stop left (usually nothing).
+func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	return p.detachSandbox(ctx, pod)
+}
+
+func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	claims := p.Store.ForPod(types.UID(pod.GetUid()))
+	if len(claims) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, p.currentBudget()-p.margin())
+	defer cancel()
+	var errs []error
+	for _, c := range claims {
+		for i, d := range c.Devices {
+			if a, ok := d.Attachment(pod.GetId()); ok {
+				errs = append(errs, p.detach(ctx, c.UID, i, d, podOf(c, a.PodUID), *a))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Not returned: the runtime would only log it. Unprepare and GC retry.
+		klog.FromContext(p.logCtx).Error(err, "Detaching a stopped sandbox failed; Unprepare or CNI GC will finish it",
+			"pod", klog.KRef(pod.GetNamespace(), pod.GetName()))
+	}
+	return nil
+}
+
+// Detach removes every attachment left on a claim (Unprepare).
+func (p *Plugin) Detach(ctx context.Context, c *checkpoint.Claim) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for i, d := range c.Devices {
+		for _, a := range d.Attachments {
+			errs = append(errs, p.detach(ctx, c.UID, i, d, podOf(c, a.PodUID), a))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StepError is an attachment that failed.
+type StepError struct {
+	Step Step
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	d := e.Step.Device()
+	return fmt.Sprintf("attaching %s as %s (claim %s, request %s) failed: %v", d.Network, e.Step.IfName, e.Step.Claim.Name, d.Request, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// NetNS returns the path of the sandbox's network namespace ("" for host network).
+func NetNS(pod *api.PodSandbox) string {
+	for _, ns := range pod.GetLinux().GetNamespaces() {
+		if ns.GetType() == "network" {
+			return ns.GetPath()
+		}
+	}
+	return ""
+}
+
+func podOf(c *checkpoint.Claim, uid types.UID) checkpoint.Pod {
+	for _, p := range c.Pods {
+		if p.UID == uid {
+			return p
+		}
+	}
+	return checkpoint.Pod{UID: uid, Namespace: c.Namespace}
+}
+
+func cniAttachment(pod checkpoint.Pod, dev checkpoint.Device, a checkpoint.Attachment) cni.Attachment {
+	return cni.Attachment{
+		ContainerID: a.SandboxID, NetNS: a.NetNS, IfName: a.IfName,
+		PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: string(pod.UID),
+		MAC: dev.MAC, IPs: dev.IPs,
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,187 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/cni"
+)
+
+// Synchronize starts reconciling the checkpoint with the sandboxes the
+// runtime has; it returns at once (the work can outlast NRI's budget).
+func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.logCtx, 5*time.Minute)
+		defer cancel()
+		p.Reconcile(ctx, pods)
+	}()
+	return nil, nil
+}
+
+// Reconcile makes the checkpoint agree with the running sandboxes:
+// attachments of sandboxes that are gone are deleted, interrupted ADDs are
+// adopted from libcni's result cache or redone, pods that started while the
+// daemon was away are attached now; then, once per process, CNI GC runs with
+// every valid attachment.
+func (p *Plugin) Reconcile(ctx context.Context, pods []*api.PodSandbox) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	running := map[string]*api.PodSandbox{}
+	for _, pod := range pods {
+		if ns := NetNS(pod); ns != "" && exists(ns) {
+			running[pod.GetId()] = pod
+		}
+	}
+	dropped, adopted := p.dropStale(ctx, running)
+	attached, failed := p.attachMissing(ctx, running)
+	logger.Info("Reconciled attachments with the runtime", "sandboxes", len(running),
+		"deleted", dropped, "adopted", adopted, "attachedLate", attached, "failed", failed)
+	p.gcOnce.Do(func() { p.gc(ctx) })
+}
+
+// dropStale deletes attachments whose sandbox is gone and settles the ones
+// an interrupted ADD left in state Adding.
+func (p *Plugin) dropStale(ctx context.Context, running map[string]*api.PodSandbox) (dropped, adopted int) {
+	for _, c := range p.Store.List() {
+		for i, d := range c.Devices {
+			for _, a := range d.Attachments {
+				pod := podOf(c, a.PodUID)
+				if _, ok := running[a.SandboxID]; !ok {
+					if err := p.detach(ctx, c.UID, i, d, pod, a); err != nil {
+						klog.FromContext(ctx).Error(err, "Deleting the attachment of a gone sandbox failed", "claim", klog.KRef(c.Namespace, c.Name))
+						continue
+					}
+					dropped++
+					continue
+				}
+				if a.State != checkpoint.Adding {
+					continue
+				}
+				if p.adopt(ctx, c, i, d, pod, a) {
+					adopted++
+				}
+			}
+		}
+	}
+	return dropped, adopted
+}
+
+// adopt settles an attachment whose ADD was interrupted: a cached result
+// means ADD completed; otherwise the half-done attachment is deleted and
+// attachMissing redoes it.
+func (p *Plugin) adopt(ctx context.Context, c *checkpoint.Claim, idx int, d checkpoint.Device, pod checkpoint.Pod, a checkpoint.Attachment) bool {
+	res, ok, err := p.CNI.Cached(d.ConfList, cniAttachment(pod, d, a))
+	if err == nil && ok {
+		a.State = checkpoint.Attached
+		a.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
+		err = p.Store.Update(c.UID, func(rec *checkpoint.Claim) error {
+			rec.Devices[idx].SetAttachment(a)
+			return nil
+		})
+		if err == nil {
+			return true
+		}
+	}
+	if err := p.detach(ctx, c.UID, idx, d, pod, a); err != nil {
+		klog.FromContext(ctx).Error(err, "Deleting an interrupted attachment failed", "claim", klog.KRef(c.Namespace, c.Name))
+	}
+	return false
+}
+
+// attachMissing attaches running pods whose attachments are missing (the
+// daemon was down or disconnected when their sandbox started).
+func (p *Plugin) attachMissing(ctx context.Context, running map[string]*api.PodSandbox) (attached, failed int) {
+	for id, pod := range running {
+		claims := p.Store.ForPod(types.UID(pod.GetUid()))
+		if len(claims) == 0 {
+			continue
+		}
+		steps, err := Plan(claims, types.UID(pod.GetUid()))
+		if err != nil {
+			failed++
+			continue
+		}
+		missing := false
+		for _, s := range steps {
+			if a, ok := s.Device().Attachment(id); !ok || a.State != checkpoint.Attached {
+				missing = true
+			}
+		}
+		if !missing {
+			continue
+		}
+		done, failedIdx, err := p.attach(ctx, pod, claims)
+		if err != nil && failedIdx >= 0 {
+			// The pod runs: keep what it has, take back the half-done one.
+			p.rollback(ctx, id, NetNS(pod), done[failedIdx:failedIdx+1])
+		}
+		p.reportLate(ctx, done, err)
+		if err != nil {
+			failed++
+			continue
+		}
+		attached++
+	}
+	return attached, failed
+}
+
+func (p *Plugin) reportLate(ctx context.Context, steps []Step, err error) {
+	failures := map[types.UID]map[string]error{}
+	var se *StepError
+	if errors.As(err, &se) {
+		failures[se.Step.Claim.UID] = map[string]error{se.Step.Device().Device: se.Err}
+		p.Reporter.PodEvent(se.Step.Pod, corev1.EventTypeWarning, "NetworkAttachFailed", se.Error())
+	}
+	seen := map[types.UID]bool{}
+	for _, s := range steps {
+		if !seen[s.Claim.UID] {
+			seen[s.Claim.UID] = true
+			p.writeStatus(ctx, s.Claim.UID, failures[s.Claim.UID])
+		}
+	}
+}
+
+// gc runs CNI GC once per network with every attachment the checkpoint holds.
+func (p *Plugin) gc(ctx context.Context) {
+	type net struct {
+		conf  []byte
+		valid []cni.Attachment
+	}
+	nets := map[string]*net{}
+	for _, c := range p.Store.List() {
+		for _, d := range c.Devices {
+			name := d.Network.CNIName()
+			n := nets[name]
+			if n == nil {
+				n = &net{conf: d.ConfList}
+				nets[name] = n
+			}
+			for _, a := range d.Attachments {
+				n.valid = append(n.valid, cniAttachment(podOf(c, a.PodUID), d, a))
+			}
+		}
+	}
+	for name, n := range nets {
+		if err := p.CNI.GC(ctx, n.conf, n.valid); err != nil {
+			klog.FromContext(ctx).Error(err, "CNI GC failed", "network", name)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("CNI GC done", "network", name, "validAttachments", len(n.valid))
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,119 @@
+package status
+
+import (
+	"context"
+
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+)
+
+// Event reasons.
+const (
+	EventPrepareFailed = "NetworkPrepareFailed"
+	EventAttachFailed  = "NetworkAttachFailed"
+	EventAttached      = "NetworkAttached"
+)
+
+// StatusWriter applies a claim's entries.
+type StatusWriter interface {
+	Write(ctx context.Context, namespace, name string, entries []Entry) error
+}
+
+// Reporter writes claim statuses and Events.
+type Reporter struct {
+	Status StatusWriter
+	Events record.EventRecorder
+}
+
+// PrepareFailed records a failed Prepare: a Warning Event on the claim and on
+// each pod it is reserved for, and Ready=False entries for its devices.
+func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.ResourceClaim, devices []checkpoint.Device, err error) {
+	msg := err.Error()
+	r.Events.Event(claimRef(claim), corev1.EventTypeWarning, EventPrepareFailed, msg)
+	for _, c := range claim.Status.ReservedFor {
+		if c.Resource == "pods" && c.APIGroup == "" {
+			r.Events.Event(PodRef(claim.Namespace, c.Name, string(c.UID)), corev1.EventTypeWarning, EventPrepareFailed,
+				fmt.Sprintf("claim %s: %s", claim.Name, msg))
+		}
+	}
+	if len(devices) == 0 {
+		return
+	}
+	entries := make([]Entry, 0, len(devices))
+	for _, d := range devices {
+		entries = append(entries, Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network,
+			Reason: entryReason(err, ReasonPrepare), Message: msg})
+	}
+	if werr := r.Status.Write(ctx, claim.Namespace, claim.Name, entries); werr != nil {
+		klog.FromContext(ctx).Error(werr, "Writing the failure into the claim's status failed", "claim", klog.KObj(claim))
+	}
+}
+
+// Warn records a Warning Event on the claim.
+func (r *Reporter) Warn(_ context.Context, claim *resourceapi.ResourceClaim, reason, message string) {
+	r.Events.Event(claimRef(claim), corev1.EventTypeWarning, reason, message)
+}
+
+// Unprepared removes netclass's entries from the claim's status (best effort:
+// the claim is usually being deallocated or deleted).
+func (r *Reporter) Unprepared(ctx context.Context, claim kubeletplugin.NamespacedObject) {
+	if err := r.Status.Write(ctx, claim.Namespace, claim.Name, nil); err != nil {
+		klog.FromContext(ctx).V(2).Info("Clearing the claim's status failed", "claim", claim.String(), "err", err)
+	}
+}
+
+// Attached writes the status of every device of a claim from its record:
+// the latest attachment of each device, or the failure given for it.
+func (r *Reporter) Attached(ctx context.Context, c *checkpoint.Claim, failures map[string]error) error {
+	return r.Status.Write(ctx, c.Namespace, c.Name, Entries(c, failures))
+}
+
+// PodEvent records an Event on a pod.
+func (r *Reporter) PodEvent(p checkpoint.Pod, eventType, reason, message string) {
+	r.Events.Event(PodRef(p.Namespace, p.Name, string(p.UID)), eventType, reason, message)
+}
+
+// Entries computes a claim's entries: per device, the failure given for it
+// (keyed by device name), else its latest completed attachment. Devices with
+// neither have no entry yet.
+func Entries(c *checkpoint.Claim, failures map[string]error) []Entry {
+	var out []Entry
+	for _, d := range c.Devices {
+		e := Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network}
+		if err, failed := failures[d.Device]; failed {
+			e.Reason, e.Message = entryReason(err, ReasonAttach), err.Error()
+			out = append(out, e)
+			continue
+		}
+		var last *checkpoint.Attachment
+		for i := range d.Attachments {
+			if d.Attachments[i].State == checkpoint.Attached && d.Attachments[i].Result != nil {
+				last = &d.Attachments[i]
+			}
+		}
+		if last == nil {
+			continue
+		}
+		e.Ready = true
+		e.InterfaceName, e.MAC, e.IPs = last.Result.InterfaceName, last.Result.MAC, last.Result.IPs
+		out = append(out, e)
+	}
+	return out
+}
+
+// PodRef references a pod for an Event.
+func PodRef(namespace, name, uid string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: types.UID(uid)}
+}
+
+func claimRef(c *resourceapi.ResourceClaim) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim", Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+}

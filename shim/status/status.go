@@ -1,0 +1,171 @@
+// Package status writes what netclass-dra did into the ResourceClaim's
+// status.devices by server-side apply (field manager netclass.dev), one entry
+// per device of the driver, leaving other drivers' entries alone, and tells
+// users about failures with Events on the claim and its pods.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	resourceac "k8s.io/client-go/applyconfigurations/resource/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+)
+
+// Condition reasons of the Ready condition of a device entry.
+const (
+	ConditionReady   = "Ready"
+	ReasonAttached   = "Attached"
+	ReasonPrepare    = "PrepareFailed"
+	ReasonAttach     = "AttachFailed"
+	ReasonNamespace  = "NamespaceMismatch"
+	ReasonNotOffered = "NetworkNotOffered"
+)
+
+// Entry is the status of one allocated device of the driver.
+type Entry struct {
+	Pool, Device, ShareID string
+	Network               attachment.NetworkRef
+	// InterfaceName, MAC and IPs (CIDR form) once attached.
+	InterfaceName string
+	MAC           string
+	IPs           []string
+	Ready         bool
+	Reason        string
+	Message       string
+}
+
+// Data is the generic status.devices[].data netclass writes (seeds 000 and 004).
+type Data struct {
+	PodNetwork          string `json:"podNetwork"`
+	PodNetworkNamespace string `json:"podNetworkNamespace,omitempty"`
+	NetworkClass        string `json:"networkClass"`
+}
+
+// Apply builds the apply configuration of a claim's status with the entries.
+// Applying it with field manager netclass.dev makes these entries the
+// manager's whole set: entries it wrote before and does not list are removed,
+// other managers' entries are untouched.
+func Apply(namespace, name string, entries []Entry, now time.Time) (*resourceac.ResourceClaimApplyConfiguration, error) {
+	st := resourceac.ResourceClaimStatus()
+	for _, e := range entries {
+		dev, err := deviceStatus(e, now)
+		if err != nil {
+			return nil, fmt.Errorf("status of claim %s/%s: %w", namespace, name, err)
+		}
+		st.WithDevices(dev)
+	}
+	return resourceac.ResourceClaim(name, namespace).WithStatus(st), nil
+}
+
+func deviceStatus(e Entry, now time.Time) (*resourceac.AllocatedDeviceStatusApplyConfiguration, error) {
+	data, err := json.Marshal(Data{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace, NetworkClass: e.Network.Class})
+	if err != nil {
+		return nil, err
+	}
+	dev := resourceac.AllocatedDeviceStatus().
+		WithDriver(attachment.DriverName).WithPool(e.Pool).WithDevice(e.Device).
+		WithData(runtime.RawExtension{Raw: data}).
+		WithConditions(condition(e, now))
+	if e.ShareID != "" {
+		dev.WithShareID(e.ShareID)
+	}
+	if e.InterfaceName != "" || e.MAC != "" || len(e.IPs) > 0 {
+		nd := resourceac.NetworkDeviceData().WithInterfaceName(e.InterfaceName).WithHardwareAddress(e.MAC)
+		if len(e.IPs) > 0 {
+			nd.WithIPs(e.IPs...)
+		}
+		dev.WithNetworkData(nd)
+	}
+	return dev, nil
+}
+
+func condition(e Entry, now time.Time) *metav1ac.ConditionApplyConfiguration {
+	status, reason, msg := metav1.ConditionFalse, e.Reason, e.Message
+	if e.Ready {
+		status = metav1.ConditionTrue
+		if reason == "" {
+			reason = ReasonAttached
+		}
+		if msg == "" {
+			msg = fmt.Sprintf("%s attached as %s", e.Network, e.InterfaceName)
+		}
+	}
+	if len(msg) > 32768 {
+		msg = msg[:32768]
+	}
+	return metav1ac.Condition().WithType(ConditionReady).WithStatus(status).
+		WithReason(reason).WithMessage(msg).WithLastTransitionTime(metav1.NewTime(now))
+}
+
+// Writer applies claim statuses with bounded retries.
+type Writer struct {
+	Client kubernetes.Interface
+	// Attempts bounds the tries of one write (default 5).
+	Attempts int
+	// Backoff is the first pause between tries, doubled each time (default 50 ms).
+	Backoff time.Duration
+	Now     func() time.Time
+}
+
+// Write applies the entries as netclass.dev's part of the claim's status.
+// A claim that is gone is no error.
+func (w *Writer) Write(ctx context.Context, namespace, name string, entries []Entry) error {
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	ac, err := Apply(namespace, name, entries, now())
+	if err != nil {
+		return err
+	}
+	attempts, pause := w.Attempts, w.Backoff
+	if attempts <= 0 {
+		attempts = 5
+	}
+	if pause <= 0 {
+		pause = 50 * time.Millisecond
+	}
+	var last error
+	for i := range attempts {
+		_, last = w.Client.ResourceV1().ResourceClaims(namespace).ApplyStatus(ctx, ac,
+			metav1.ApplyOptions{FieldManager: attachment.FieldManager, Force: true})
+		switch {
+		case last == nil, apierrors.IsNotFound(last):
+			return nil
+		case !retriable(last) || i == attempts-1:
+			return fmt.Errorf("apply status of claim %s/%s (%d entries): %w", namespace, name, len(entries), last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apply status of claim %s/%s: %w (last error: %v)", namespace, name, ctx.Err(), last)
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
+	return last
+}
+
+func retriable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		errors.Is(err, context.DeadlineExceeded) || apierrors.ReasonForError(err) == metav1.StatusReasonUnknown
+}
+
+// entryReason picks the condition reason of an error.
+func entryReason(err error, fallback string) string {
+	var r interface{ Reason() string }
+	if errors.As(err, &r) {
+		return r.Reason()
+	}
+	return fallback
+}

@@ -1,0 +1,146 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+)
+
+var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestApply(t *testing.T) {
+	entries := []Entry{
+		{Pool: "node1", Device: "blue-1", ShareID: "share-1",
+			Network:       attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"},
+			InterfaceName: "net1", MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.5/24"}, Ready: true},
+		{Pool: "node1", Device: "red-2",
+			Network: attachment.NetworkRef{Class: "nets", Kind: "Network", Namespace: "tenant-a", Name: "red"},
+			Reason:  ReasonNamespace, Message: "refused"},
+	}
+	ac, err := Apply("ns", "claim", entries, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(ac)
+	var got struct {
+		Kind, APIVersion string
+		Metadata         struct{ Name, Namespace string }
+		Status           resourceapi.ResourceClaimStatus
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != "ResourceClaim" || got.APIVersion != "resource.k8s.io/v1" || got.Metadata.Name != "claim" || got.Metadata.Namespace != "ns" {
+		t.Fatalf("identity: %s", raw)
+	}
+	devs := got.Status.Devices
+	if len(devs) != 2 {
+		t.Fatalf("devices: %s", raw)
+	}
+	d := devs[0]
+	if d.Driver != "netclass.dev" || d.Pool != "node1" || d.Device != "blue-1" || d.ShareID == nil || *d.ShareID != "share-1" {
+		t.Fatalf("device 0: %+v", d)
+	}
+	if d.NetworkData == nil || d.NetworkData.InterfaceName != "net1" || d.NetworkData.HardwareAddress != "02:00:00:00:00:01" || d.NetworkData.IPs[0] != "10.10.1.5/24" {
+		t.Fatalf("networkData: %+v", d.NetworkData)
+	}
+	if string(d.Data.Raw) != `{"podNetwork":"blue","networkClass":"netclass"}` {
+		t.Fatalf("data: %s", d.Data.Raw)
+	}
+	if len(d.Conditions) != 1 || d.Conditions[0].Type != "Ready" || d.Conditions[0].Status != "True" || d.Conditions[0].Reason != ReasonAttached {
+		t.Fatalf("conditions: %+v", d.Conditions)
+	}
+	f := devs[1]
+	if f.NetworkData != nil || f.Conditions[0].Status != "False" || f.Conditions[0].Reason != ReasonNamespace || f.Conditions[0].Message != "refused" {
+		t.Fatalf("failed device: %+v", f)
+	}
+	if string(f.Data.Raw) != `{"podNetwork":"red","podNetworkNamespace":"tenant-a","networkClass":"nets"}` {
+		t.Fatalf("data: %s", f.Data.Raw)
+	}
+	// No entries: the apply names no device, so server-side apply removes
+	// the ones the manager owned.
+	ac, _ = Apply("ns", "claim", nil, now)
+	raw, _ = json.Marshal(ac)
+	if !strings.Contains(string(raw), `"status":{}`) {
+		t.Fatalf("empty apply: %s", raw)
+	}
+}
+
+type reasoned struct{ error }
+
+func (reasoned) Reason() string { return "Special" }
+
+func TestEntries(t *testing.T) {
+	c := &checkpoint.Claim{Namespace: "ns", Name: "c", Devices: []checkpoint.Device{
+		{Pool: "p", Device: "d1", Attachments: []checkpoint.Attachment{
+			{SandboxID: "old", State: checkpoint.Attached, Result: &checkpoint.Result{InterfaceName: "net1", IPs: []string{"10.0.0.1/24"}}},
+			{SandboxID: "new", State: checkpoint.Attached, Result: &checkpoint.Result{InterfaceName: "net1", IPs: []string{"10.0.0.2/24"}}},
+			{SandboxID: "newest", State: checkpoint.Adding},
+		}},
+		{Pool: "p", Device: "d2"},
+		{Pool: "p", Device: "d3"},
+	}}
+	got := Entries(c, map[string]error{"d3": reasoned{errors.New("boom")}})
+	if len(got) != 2 {
+		t.Fatalf("entries %+v", got)
+	}
+	if !got[0].Ready || got[0].IPs[0] != "10.0.0.2/24" {
+		t.Errorf("d1: %+v, want the latest completed attachment", got[0])
+	}
+	if got[1].Device != "d3" || got[1].Ready || got[1].Reason != "Special" || got[1].Message != "boom" {
+		t.Errorf("d3: %+v", got[1])
+	}
+}
+
+func TestWriterRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		errs    []error
+		calls   int
+		wantErr bool
+	}{
+		{"success", nil, 1, false},
+		{"conflicts then success", []error{conflict(), conflict()}, 3, false},
+		{"bounded", []error{conflict(), conflict(), conflict()}, 3, true},
+		{"invalid is final", []error{apierrors.NewInvalid(schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceClaim"}, "c", nil)}, 1, true},
+		{"claim gone is no error", []error{apierrors.NewNotFound(schema.GroupResource{Resource: "resourceclaims"}, "c")}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewSimpleClientset()
+			calls := 0
+			client.PrependReactor("patch", "resourceclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				calls++
+				p := a.(k8stesting.PatchAction)
+				if a.GetSubresource() != "status" || p.GetPatchType() != "application/apply-patch+yaml" {
+					t.Errorf("unexpected patch %s %s", a.GetSubresource(), p.GetPatchType())
+				}
+				if calls <= len(tc.errs) {
+					return true, nil, tc.errs[calls-1]
+				}
+				return true, &resourceapi.ResourceClaim{}, nil
+			})
+			w := &Writer{Client: client, Attempts: 3, Backoff: time.Millisecond}
+			err := w.Write(context.Background(), "ns", "c", []Entry{{Pool: "p", Device: "d", Ready: true}})
+			if (err != nil) != tc.wantErr || calls != tc.calls {
+				t.Fatalf("err = %v after %d calls; want error %v after %d", err, calls, tc.wantErr, tc.calls)
+			}
+		})
+	}
+}
+
+func conflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}, "c", errors.New("changed"))
+}
