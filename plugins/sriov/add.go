@@ -151,7 +151,7 @@ func (p plugin) snapshot(vf sysfs.VF, netdev string, want vfState) (*state, erro
 // applies QoS.
 func (p plugin) attachNetdev(c *netconf.SRIOV, args *skel.CmdArgs, st *state, mac net.HardwareAddr, res *current.Result, undo *attach.Undo) error {
 	pod := podIf{NetNS: args.Netns, IfName: args.IfName, MTU: c.MTU, MAC: mac}
-	undo.Push(func() error { return p.moveOut(args.Netns, args.IfName, st) })
+	undo.Push(func() error { return p.moveOut(args.Netns, st) })
 	if err := moveIn(st.Netdev.Name, st.PCI, pod); err != nil {
 		return err
 	}

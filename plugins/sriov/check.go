@@ -26,19 +26,13 @@ func (p plugin) cmdCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	prev, err := attach.PrevResult(c.CNIVersion, c.RawPrevResult)
-	if err != nil {
-		return err
-	}
-	if err := attach.UsableNetNS(args.Netns); err != nil {
-		return err
-	}
 	mac, err := attach.ParseMAC(c.MAC(attach.CNIArg(args.Args, "MAC"), c.Mac))
 	if err != nil {
 		return err
 	}
-	if err := ipamOf(c).Check(context.Background()); err != nil {
-		return attach.Internal(err, nil)
+	prev, err := attach.BeginCheck(context.Background(), c.CNIVersion, c.RawPrevResult, args.Netns, ipamOf(c))
+	if err != nil {
+		return err
 	}
 	if err := p.check(c, args, prev, wantedVF(c, mac)); err != nil {
 		return attach.Internal(err, nil)

@@ -21,37 +21,28 @@ func (p plugin) cmdDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	rec, err := store(c).Get(c.Name, args.ContainerID, args.IfName)
+	rec, err := store(c).ForDel(c.Name, args)
 	if err != nil {
 		return attach.Internal(err, nil)
 	}
-	err = attach.Parallel(
-		func() error { return ipamOf(c).Del(context.Background()) },
-		func() error { return p.teardown(c, rec, args.Netns) },
-	)
-	if err != nil {
-		return attach.Internal(err, nil)
-	}
-	return nil
+	return attach.Del(context.Background(), ipamOf(c), rec, func(r *attach.Record) error { return p.teardown(c, r) })
 }
 
 // teardown gives the VF back: QoS off, netdev back to the host with its
-// identity, PF-side settings restored, then the record goes. netnsPath ""
-// means the record's.
-func (p plugin) teardown(c *netconf.SRIOV, rec *attach.Record, netnsPath string) error {
-	if rec == nil {
+// identity, PF-side settings restored, then the record goes. A record
+// without state (no ADD recorded one) has nothing to give back.
+func (p plugin) teardown(c *netconf.SRIOV, rec *attach.Record) error {
+	if len(rec.Extra) == 0 {
 		return nil
 	}
 	st, err := stateOf(rec)
 	if err != nil {
 		return err
 	}
-	if netnsPath == "" {
-		netnsPath = rec.NetNS
-	}
 	if !st.Userspace {
-		a := qos.Attachment{PodNS: netnsPath, IfName: rec.IfName}
-		if err := errors.Join(qos.Remove(a), p.moveOut(netnsPath, rec.IfName, st)); err != nil {
+		// The rules and the IFB outlive the netdev's move; its qdiscs do not.
+		a := qos.Attachment{PodNS: rec.NetNS, IfName: rec.IfName}
+		if err := errors.Join(qos.RemoveRules(a), p.moveOut(rec.NetNS, st)); err != nil {
 			return err
 		}
 	}
@@ -89,20 +80,6 @@ func (p plugin) cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	recs, err := store(c).List(c.Name)
-	if err != nil {
-		return attach.Internal(err, nil)
-	}
-	valid := attach.Valid(c.ValidAttachments)
-	var errs []error
-	for _, r := range recs {
-		if !valid[r.Key()] {
-			errs = append(errs, ipamOf(c).ReleaseFor(context.Background(), r), p.teardown(c, r, ""))
-		}
-	}
-	errs = append(errs, ipamOf(c).GC(context.Background()))
-	if err := errors.Join(errs...); err != nil {
-		return attach.Internal(err, nil)
-	}
-	return nil
+	return attach.GC(context.Background(), store(c), c.Name, c.ValidAttachments, ipamOf(c),
+		func(r *attach.Record) error { return p.teardown(c, r) })
 }

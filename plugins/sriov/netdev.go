@@ -139,36 +139,43 @@ func hasV6(res *current.Result) bool {
 	return false
 }
 
-// moveOut brings the VF netdev of an attachment back from the pod (under
-// either name it may have there, never a link of the pod's own) and gives
-// it its host identity again. A pod namespace or netdev that is gone is
-// success: a VF's netdev returns to the host by itself when its namespace
-// goes, and is found through sysfs.
-func (p plugin) moveOut(netnsPath, ifname string, st *state) error {
+// moveOut brings the VF netdev of an attachment back from the pod (found by
+// its mark, whatever its name there, never a link of the pod's own) and
+// gives it its host identity again. A pod namespace or netdev that is gone
+// is success: a VF's netdev returns to the host by itself when its
+// namespace goes, and is found through sysfs.
+func (p plugin) moveOut(netnsPath string, st *state) error {
 	host, err := netns.Current()
 	if err != nil {
 		return err
 	}
 	defer host.Close()
 	err = netns.Do(netnsPath, func() error {
-		for _, name := range []string{travelName(st.PCI), ifname} {
-			l, err := link.ByName(name)
-			if link.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if l.Attrs().Alias == mark(st.PCI) {
-				return leavePod(l, travelName(st.PCI), int(host.Fd()))
-			}
+		l, err := marked(st.PCI)
+		if err != nil || l == nil {
+			return err
 		}
-		return nil
+		return leavePod(l, travelName(st.PCI), int(host.Fd()))
 	})
 	if err != nil && !errors.Is(err, netns.ErrNotFound) {
 		return fmt.Errorf("move VF %s out of %s: %w", st.PCI, netnsPath, err)
 	}
 	return p.restoreNetdev(st)
+}
+
+// marked returns the link of the calling thread's namespace that carries
+// the VF's mark, or nil.
+func marked(pci string) (netlink.Link, error) {
+	links, err := link.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if l.Attrs().Alias == mark(pci) {
+			return l, nil
+		}
+	}
+	return nil, nil
 }
 
 func leavePod(l netlink.Link, travel string, hostFd int) error {

@@ -415,3 +415,24 @@ func TestMACFromTheRuntime(t *testing.T) {
 	}
 	r.hostVF(t, 0)
 }
+
+// DEL takes back the VF's netdev, whatever its name in the pod, and only
+// it: a link of the pod's own that has the attachment's interface name stays.
+func TestDelLeavesThePodsOwnLinks(t *testing.T) {
+	r := newRig(t, "pf0", 1, nil)
+	n := newNetwork(t, r, "10.46.0.0/24", nil)
+	p := cnitest.NewPod(t)
+	r.h.Add(t, pluginName, n.bytes(t), p, "net1")
+	run(t, "ip", "-n", p.NS.Name, "link", "set", "net1", "name", "moved")
+	run(t, "ip", "-n", p.NS.Name, "link", "add", "net1", "type", "bridge")
+	if err := r.h.Del(pluginName, n.bytes(t), p, "net1"); err != nil {
+		t.Fatal(err)
+	}
+	if !p.NS.HasLink(t, "net1") {
+		t.Error("DEL took the pod's own net1 for the VF")
+	}
+	if p.NS.HasLink(t, "moved") {
+		t.Error("DEL left the VF renamed in the pod")
+	}
+	r.hostVF(t, 0)
+}

@@ -32,7 +32,7 @@ func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*wa
 // Shaping on a VF: egress by tbf on the VF netdev, ingress through an IFB
 // in the pod (a VF has no host end to shape), measured with TCP.
 func TestShapingOnAVF(t *testing.T) {
-	const egress, ingress = 16_000_000, 8_000_000
+	const egress, ingress = 8_000_000, 4_000_000
 	r := wired(t, 1)
 	n := newNetwork(t, r, "10.45.0.0/24", map[string]any{"qos": map[string]any{
 		"egressRate": egress, "egressBurst": 100_000, "ingressRate": ingress, "ingressBurst": 100_000,
