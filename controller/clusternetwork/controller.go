@@ -78,7 +78,7 @@ func New(client ncclient.Interface, kube kubernetes.Interface, nc ncinformers.Sh
 	}{
 		{cnInf.Informer(), c.queue.Handler()},
 		{nnInf.Informer(), worker.MapHandler(nodeNetworkKeys, c.queue)},
-		{nodeInf.Informer(), worker.MapHandler(c.allKeys, c.queue)},
+		{nodeInf.Informer(), c.nodeHandler()},
 	} {
 		reg, err := h.inf.AddEventHandler(h.handler)
 		if err != nil {
@@ -102,6 +102,24 @@ func nodeNetworkKeys(obj any) []string {
 		return []string{nn.Spec.ClusterNetworkName}
 	}
 	return nil
+}
+
+// nodeHandler enqueues every ClusterNetwork when a node comes, goes, or changes its labels
+// (not on the frequent status heartbeats).
+func (c *Controller) nodeHandler() cache.ResourceEventHandler {
+	all := worker.MapHandler(c.allKeys, c.queue)
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { all.OnAdd(obj, false) },
+		DeleteFunc: all.OnDelete,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := obj.(*corev1.Node)
+			if ok1 && ok2 && labels.Equals(o.Labels, n.Labels) && o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
+				return
+			}
+			all.OnUpdate(old, obj)
+		},
+	}
 }
 
 // allKeys: a node changed, so every ClusterNetwork may select it or not.
