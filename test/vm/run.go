@@ -58,7 +58,11 @@ func newSpec(cfg Config, cmd Command) (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
-	sp := spec{Path: path, Args: cmd.Args, Dir: cmd.Dir, Binds: []string{filepath.Dir(path), cmd.Dir}}
+	binds := []string{filepath.Dir(path), cmd.Dir}
+	if root := moduleRoot(cmd.Dir); root != "" {
+		binds = append(binds, root) // build outputs and caches a test names (e.g. NETCLASS_CNI_PATH)
+	}
+	sp := spec{Path: path, Args: cmd.Args, Dir: cmd.Dir, Binds: binds}
 	sp.Env = append(append([]string{}, cmd.Env...), "NETCLASS_VM=1", "NETCLASS_NETDEVSIM_KO="+cfg.NetdevsimKO())
 	for i, d := range sharedDirs(cmd.Args, sp.Env, cmd.Dir) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -284,4 +288,18 @@ func qemuStatus(err error) string {
 		return "qemu exited normally: the guest powered off or panicked"
 	}
 	return "qemu: " + err.Error()
+}
+
+// moduleRoot returns the nearest directory at or above dir holding a go.mod,
+// or "" when there is none. A checkout under /tmp would otherwise be hidden
+// from the guest by its fresh /tmp, except for the working directory.
+func moduleRoot(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
 }
