@@ -423,6 +423,7 @@ func TestDelLeavesThePodsOwnLinks(t *testing.T) {
 	n := newNetwork(t, r, "10.46.0.0/24", nil)
 	p := cnitest.NewPod(t)
 	r.h.Add(t, pluginName, n.bytes(t), p, "net1")
+	run(t, "ip", "-n", p.NS.Name, "link", "set", "net1", "down") // older kernels rename only links that are down
 	run(t, "ip", "-n", p.NS.Name, "link", "set", "net1", "name", "moved")
 	run(t, "ip", "-n", p.NS.Name, "link", "add", "net1", "type", "bridge")
 	if err := r.h.Del(pluginName, n.bytes(t), p, "net1"); err != nil {
