@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,9 @@ type Daemon struct {
 	prepare   *prepare.Plugin
 	nodeNets  *nodenetwork.Reporter
 	events    record.EventBroadcaster
+	// registered is closed once the kubelet registered the plugin and NRI connected.
+	registered chan struct{}
+	nriUp      chan struct{}
 }
 
 // New builds the daemon: clients, informers, checkpoint, plugins.
@@ -91,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	for _, p := range problems {
 		klog.FromContext(ctx).Error(p, "Checkpoint record set aside")
 	}
-	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store}
+	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{})}
 	d.informers()
 	d.plugins(ctx)
 	return d, nil
@@ -154,6 +158,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 	runner := cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache"))
 	d.runtime = runtime.NewPlugin(ctx, d.store, runner, reporter)
 	d.runtime.Observer = d.cfg.Observer
+	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.prepare = &prepare.Plugin{
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
 		Pods:     podGetter{d.kube},
@@ -200,7 +205,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	spawn(func() { d.publisher.Run(ctx, helper) })
 	spawn(func() { runtime.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
 	spawn(func() { d.reportNodeNetworks(ctx) })
-	spawn(func() { d.sweep(ctx) })
+	spawn(func() { d.waitReady(ctx, helper) })
 	<-ctx.Done()
 	for range 4 {
 		<-done
@@ -262,17 +267,17 @@ func (d *Daemon) reportNodeNetworks(ctx context.Context) {
 	}
 }
 
-// sweep deletes the driver's slices of departed nodes now and every 10 minutes.
-func (d *Daemon) sweep(ctx context.Context) {
-	tick := time.NewTicker(10 * time.Minute)
+// Ready is closed once the kubelet registered the DRA plugin and NRI is connected.
+func (d *Daemon) Ready() <-chan struct{} { return d.registered }
+
+// waitReady logs, and closes Ready, when the kubelet has registered the
+// plugin and the runtime connected.
+func (d *Daemon) waitReady(ctx context.Context, helper *kubeletplugin.Helper) {
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		deleted, err := publish.SweepDeparted(ctx, publish.ClientSliceAPI{Client: d.kube}, attachment.DriverName)
-		if err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Sweeping ResourceSlices of departed nodes failed")
-		}
-		if len(deleted) > 0 {
-			klog.FromContext(ctx).Info("Deleted ResourceSlices of departed nodes", "slices", deleted)
+		if st := helper.RegistrationStatus(); st != nil && st.PluginRegistered {
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -280,6 +285,13 @@ func (d *Daemon) sweep(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-d.nriUp:
+	}
+	klog.FromContext(ctx).Info("netclass-dra ready: registered with the kubelet, connected to NRI")
+	close(d.registered)
 }
 
 func poke(ch chan struct{}) {

@@ -140,11 +140,19 @@ func (p *Publisher) Sync(ctx context.Context, sink Sink) error {
 		return fmt.Errorf("publish %d devices in pool %s: %w", len(devices), p.opts.Pool, err)
 	}
 	p.mu.Lock()
+	changed := len(table) != len(p.table)
+	for name := range table {
+		if _, ok := p.table[name]; !ok {
+			changed = true
+		}
+	}
 	p.table = table
 	close(p.published)
 	p.published = make(chan struct{})
 	p.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Published networks", "pool", p.opts.Pool, "networks", nets, "devices", len(devices), "mode", p.Mode())
+	if changed {
+		klog.FromContext(ctx).V(2).Info("Published networks", "pool", p.opts.Pool, "networks", nets, "devices", len(devices), "mode", p.Mode())
+	}
 	return nil
 }
 

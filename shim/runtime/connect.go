@@ -19,6 +19,9 @@ const (
 // Configure subscribes to the pod sandbox events.
 func (p *Plugin) Configure(ctx context.Context, _, runtime, version string) (api.EventMask, error) {
 	klog.FromContext(p.logCtx).Info("Connected to the container runtime through NRI", "runtime", runtime, "version", version)
+	if p.OnConnect != nil {
+		p.OnConnect()
+	}
 	return api.MustParseEventMask("RunPodSandbox", "StopPodSandbox", "RemovePodSandbox"), nil
 }
 
@@ -50,7 +53,7 @@ func Run(ctx context.Context, socket string, p *Plugin, retry time.Duration) err
 
 func serve(ctx context.Context, socket string, p *Plugin) error {
 	s, err := stub.New(p, stub.WithSocketPath(socket), stub.WithPluginName(PluginName), stub.WithPluginIdx(PluginIndex),
-		stub.WithOnClose(func() {}), stub.WithLogger(nriLogger{klog.LoggerWithName(klog.FromContext(ctx), "nri")}))
+		stub.WithOnClose(func() {}), stub.WithLogger(nriLogger{klog.LoggerWithName(klog.FromContext(ctx), "nri").WithCallDepth(1)}))
 	if err != nil {
 		return fmt.Errorf("create NRI stub: %w", err)
 	}

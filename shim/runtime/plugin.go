@@ -60,6 +60,8 @@ type Plugin struct {
 	Observer func(Timing)
 	// Margin is kept free of the NRI budget for the reply (default 250 ms).
 	Margin time.Duration
+	// OnConnect, when set, is called each time NRI configured the plugin.
+	OnConnect func()
 
 	mu      sync.Mutex // serialises sandbox handling with reconciliation
 	budget  func() time.Duration

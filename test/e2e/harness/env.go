@@ -1,0 +1,185 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
+	"github.com/netclass-dev/netclass/controller/manager"
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// DRAServiceAccount is netclass-dra's identity in conf/deploy.
+const DRAServiceAccount = "system:serviceaccount:netclass-system:netclass-dra"
+
+// Env is a test package's netclass on the test bed.
+type Env struct {
+	Rest *rest.Config
+	Kube kubernetes.Interface
+	NC   ncclient.Interface
+	Node string
+	DRA  *DRA
+	dir  string
+}
+
+var (
+	sharedMu  sync.Mutex
+	shared    *Env
+	teardowns []func() error
+)
+
+// Main runs a package's tests, then stops its netclass-dra and controller
+// and removes what the harness set up. Use it as TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	sharedMu.Lock()
+	var errs []error
+	for i := len(teardowns) - 1; i >= 0; i-- {
+		errs = append(errs, teardowns[i]())
+	}
+	sharedMu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(os.Stderr, "harness teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Shared returns the package's environment, setting it up at first use:
+// the node lock, fresh binaries, netclass-dra's RBAC from conf/deploy, the
+// daemon (as its service account) and netclass-controller (in-process, leader
+// elected on the Lease the product uses).
+func Shared(t testing.TB) *Env {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared != nil {
+		if shared.DRA.PID() == 0 {
+			if err := shared.DRA.Start(time.Minute); err != nil {
+				t.Fatalf("restart netclass-dra: %v", err)
+			}
+		}
+		return shared
+	}
+	rc := testbed.RestConfig(t)
+	kube := testbed.Client(t)
+	node := testbed.NodeName(t, kube)
+	e, err := setUp(rc, kube, node, Build(t), testbed.Kubeconfig(t))
+	if err != nil {
+		t.Fatalf("set up netclass on the test bed: %v", err)
+	}
+	shared = e
+	return e
+}
+
+func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binaries, adminKubeconfig string) (*Env, error) {
+	nc, err := ncclient.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := Lock(10 * time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	teardowns = append(teardowns, func() error { unlock(); return nil })
+	dir, err := os.MkdirTemp("", "netclass-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	teardowns = append(teardowns, func() error { return os.RemoveAll(dir) })
+	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, dir: dir}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.applyRBAC(ctx); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := e.draKubeconfig(adminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	e.DRA = &DRA{Bin: bins.DRA, Kubeconfig: kubeconfig, Node: node, CNIDirs: bins.CNIDirs,
+		StateDir: filepath.Join(dir, "state"), LogPath: filepath.Join(dir, "netclass-dra.log")}
+	e.startController()
+	if err := e.DRA.Start(time.Minute); err != nil {
+		return nil, err
+	}
+	teardowns = append(teardowns, e.stopDRA)
+	return e, nil
+}
+
+func (e *Env) applyRBAC(ctx context.Context) error {
+	if _, err := e.applyFile(ctx, "conf/deploy/00-namespace.yaml"); err != nil {
+		return err // the namespace is never deleted: other tests keep their Leases there
+	}
+	created, err := e.applyFile(ctx, "conf/deploy/11-dra-rbac.yaml")
+	teardowns = append(teardowns, func() error { return deleteApplied(created) })
+	return err
+}
+
+// draKubeconfig writes a kubeconfig that impersonates netclass-dra's service
+// account on this node (the node-name extra its DaemonSet token carries).
+func (e *Env) draKubeconfig(admin string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		return "", err
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate = DRAServiceAccount
+		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:netclass-system", "system:authenticated"}
+		ai.ImpersonateUserExtra = map[string][]string{"authentication.kubernetes.io/node-name": {e.Node}}
+	}
+	path := filepath.Join(e.dir, "netclass-dra.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+func (e *Env) startController() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, e.Rest, manager.Options{
+			LeaderElect: true, LeaseNamespace: "netclass-system",
+			Identity: fmt.Sprintf("netclass-e2e-%d", os.Getpid()), NetworkClassRecheck: 2 * time.Second,
+		})
+	}()
+	teardowns = append(teardowns, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return errors.New("netclass-controller did not stop within 30 s")
+		}
+	})
+}
+
+// stopDRA stops the daemon and removes the node's netclass.dev slices it leaves.
+func (e *Env) stopDRA() error {
+	err := e.DRA.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	slices, lerr := e.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+		FieldSelector: "spec.driver=netclass.dev,spec.nodeName=" + e.Node})
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	for _, s := range slices.Items {
+		if derr := e.Kube.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			err = errors.Join(err, derr)
+		}
+	}
+	return err
+}
