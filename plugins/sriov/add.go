@@ -42,9 +42,10 @@ func (p plugin) add(ctx context.Context, c *netconf.SRIOV, args *skel.CmdArgs, u
 	if err != nil {
 		return nil, err
 	}
-	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
+	var k keeper
+	undo.Push(func() error { return k.deleteRecord(c, args) })
 	if st.VF != nil {
-		undo.Push(func() error { return p.restoreVF(st) })
+		undo.Push(k.track(func() error { return p.restoreVF(st) }))
 		if err := p.vfs.SetVF(st.PF, st.VFIndex, want); err != nil {
 			return nil, fmt.Errorf("configure VF %s: %w", vf.Addr, err)
 		}
@@ -53,7 +54,7 @@ func (p plugin) add(ctx context.Context, c *netconf.SRIOV, args *skel.CmdArgs, u
 	if err != nil {
 		return nil, err
 	}
-	undo.Push(func() error { return ipamOf(c).Del(ctx) })
+	undo.Push(k.track(func() error { return ipamOf(c).Del(ctx) }))
 	res.Interfaces = []*current.Interface{{Name: args.IfName, Sandbox: args.Netns, PciID: vf.Addr}}
 	for _, ipc := range res.IPs {
 		ipc.Interface = current.Int(0)
@@ -63,7 +64,27 @@ func (p plugin) add(ctx context.Context, c *netconf.SRIOV, args *skel.CmdArgs, u
 		res.Interfaces[0].Mac = want.MAC
 		return res, nil
 	}
-	return res, p.attachNetdev(c, args, st, mac, res, undo)
+	return res, p.attachNetdev(c, args, st, mac, res, undo, &k)
+}
+
+// keeper keeps a failed ADD's record when a step of its cleanup fails: the
+// record holds what the VF is to get back, so the DEL or GC that follows
+// can finish the job.
+type keeper struct{ failed bool }
+
+func (k *keeper) track(step func() error) func() error {
+	return func() error {
+		err := step()
+		k.failed = k.failed || err != nil
+		return err
+	}
+}
+
+func (k *keeper) deleteRecord(c *netconf.SRIOV, args *skel.CmdArgs) error {
+	if k.failed {
+		return nil
+	}
+	return store(c).Delete(c.Name, args.ContainerID, args.IfName)
 }
 
 // claim picks the VF and records the attachment with the VF's original
@@ -149,9 +170,9 @@ func (p plugin) snapshot(vf sysfs.VF, netdev string, want vfState) (*state, erro
 
 // attachNetdev moves the VF's netdev into the pod, configures it and
 // applies QoS.
-func (p plugin) attachNetdev(c *netconf.SRIOV, args *skel.CmdArgs, st *state, mac net.HardwareAddr, res *current.Result, undo *attach.Undo) error {
+func (p plugin) attachNetdev(c *netconf.SRIOV, args *skel.CmdArgs, st *state, mac net.HardwareAddr, res *current.Result, undo *attach.Undo, k *keeper) error {
 	pod := podIf{NetNS: args.Netns, IfName: args.IfName, MTU: c.MTU, MAC: mac}
-	undo.Push(func() error { return p.moveOut(args.Netns, st) })
+	undo.Push(k.track(func() error { return p.moveOut(args.Netns, st) }))
 	if err := moveIn(st.Netdev.Name, st.PCI, pod); err != nil {
 		return err
 	}
@@ -166,6 +187,6 @@ func (p plugin) attachNetdev(c *netconf.SRIOV, args *skel.CmdArgs, st *state, ma
 	if err := qos.Apply(a, plan); err != nil {
 		return err
 	}
-	undo.Push(func() error { return qos.Remove(a) })
+	undo.Push(k.track(func() error { return qos.Remove(a) }))
 	return nil
 }

@@ -21,6 +21,9 @@ type fakeVFs struct {
 type fakeData struct {
 	VFs    map[string]vfState `json:"vfs"` // by "<pf>/<index>"
 	FailOn string             `json:"failOn,omitempty"`
+	// FailFrom, when set, fails every SetVF from that call on (counted in Calls).
+	FailFrom int `json:"failFrom,omitempty"`
+	Calls    int `json:"calls"`
 }
 
 func fakeKey(pf string, index int) string { return fmt.Sprintf("%s/%d", pf, index) }
@@ -42,6 +45,10 @@ func (f fakeVFs) VF(pf string, index int) (vfState, error) {
 
 func (f fakeVFs) SetVF(pf string, index int, s vfState) error {
 	return f.update(func(d *fakeData) error {
+		d.Calls++
+		if d.FailFrom > 0 && d.Calls >= d.FailFrom {
+			return errRefused{fmt.Errorf("set VF %d on PF %q: the driver is gone (fake)", index, pf)}
+		}
 		cur := d.vf(pf, index)
 		for _, one := range s.settings() {
 			if d.FailOn != "" && d.refuses(one, cur) {
@@ -147,4 +154,16 @@ func fakeFile(t *testing.T, preset map[string]vfState, failOn string) fakeVFs {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// failFrom makes every SetVF from call n on fail (0: none).
+func (f fakeVFs) failFrom(t *testing.T, n int) {
+	t.Helper()
+	err := f.update(func(d *fakeData) error {
+		d.FailFrom, d.Calls = n, 0
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

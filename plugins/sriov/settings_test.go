@@ -2,6 +2,7 @@ package sriov
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -158,4 +159,35 @@ func recordedState(t *testing.T, n network, p *cnitest.Pod) *state {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// When the cleanup of a failed ADD cannot restore the VF, the record stays,
+// and the DEL that follows puts the VF back.
+func TestDelFinishesAFailedCleanup(t *testing.T) {
+	f := fakeFile(t, map[string]vfState{fakeKey("pf0", 0): original()}, "")
+	r := newRig(t, "pf0", 1, &f)
+	n := newNetwork(t, r, "10.47.0.0/24", allSettings)
+	conf := n.bytes(t)
+	p := cnitest.NewPod(t)
+	run(t, "ip", "-n", p.NS.Name, "link", "add", "net1", "type", "bridge") // the ADD fails after configuring the VF
+	f.failFrom(t, 2)                                                       // and so does the VF's restore
+	_, err := r.h.Exec(p.Call(pluginName, "ADD", "net1", conf))
+	var e *types.Error
+	if !errors.As(err, &e) || !strings.Contains(e.Details, "restore settings of VF "+vfAddr(0)) {
+		t.Fatalf("ADD: %v; want a failure whose cleanup could not restore the VF", err)
+	}
+	if len(records(t, n)) != 1 {
+		t.Fatalf("records %v: the failed cleanup must keep the record for DEL", records(t, n))
+	}
+	r.hostVF(t, 0) // the netdev came back all the same
+	f.failFrom(t, 0)
+	if err := r.h.Del(pluginName, conf, p, "net1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.VF("pf0", 0); !reflect.DeepEqual(got, original()) {
+		t.Errorf("VF 0 after DEL: %+v, want the originals %+v", got, original())
+	}
+	if len(records(t, n)) != 0 || !p.NS.HasLink(t, "net1") {
+		t.Errorf("after DEL: records %v; the pod's own net1 must stay", records(t, n))
+	}
 }
