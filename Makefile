@@ -37,7 +37,7 @@ all: build
 # dynamically linked one pays the loader every time.
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/ ./cmd/...
 
 install: build
 	install -d $(DESTDIR)$(CNI_BIN_DIR)
@@ -119,3 +119,11 @@ demo: $(TEST_CNI)
 BENCH_N ?= 100
 bench: $(TEST_CNI)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_N)x ./test/bench/
+
+# The container image of conf/deploy (an OCI archive; no container engine
+# needed): import it with `ctr -n k8s.io images import $(IMAGE_TAR)`.
+IMAGE ?= localhost/netclass/netclass:latest
+IMAGE_TAR ?= $(BIN)/netclass-image.tar
+.PHONY: image
+image: build
+	scripts/image.sh $(IMAGE_TAR) $(IMAGE)
