@@ -1,0 +1,214 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// bridgePorts lists the devices enslaved to a host bridge.
+func bridgePorts(t *testing.T, bridge string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "-o", "link", "show", "master", bridge).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip link show master %s: %v: %s", bridge, err, out)
+	}
+	var ports []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			ports = append(ports, strings.TrimSuffix(f[1], ":"))
+		}
+	}
+	return ports
+}
+
+func deletePod(t *testing.T, e *harness.Env, ns, name string) {
+	t.Helper()
+	ctx := testbed.Context(t, podTimeout)
+	if err := e.Kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
+	}
+	testbed.Poll(t, ctx, 200*time.Millisecond, "pod "+ns+"/"+name+" gone", func(ctx context.Context) (bool, string, error) {
+		_, err := e.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "", nil
+	})
+}
+
+// Deleting a pod removes its interface and frees its address: a network with
+// a single address serves a second pod only after the first is gone.
+func TestDeletePodFreesAddress(t *testing.T) {
+	e := harness.Shared(t)
+	class := e.Class(t, harness.PodNetworkKind)
+	bridge, pn := "e2e"+harness.Unique(6), "e2e-one-"+harness.Unique(6)
+	subnet := harness.RandomSubnet()
+	only := strings.TrimSuffix(subnet, "0/24") + "10"
+	params := harness.BridgeParams(bridge, subnet)
+	params["ipam"].(map[string]any)["ranges"] = []any{[]any{map[string]any{"subnet": subnet, "rangeStart": only, "rangeEnd": only}}}
+	e.PodNetwork(t, pn, params, nil, bridge)
+	ns := testbed.Namespace(t, e.Kube)
+	e.WaitDevice(t, class, "", pn, true)
+	e.ClaimTemplate(t, ns, "one", class, "", pn, nil)
+
+	runPods(t, e, harness.Pod(ns, "first", "one"))
+	entry := attached(t, e, ns, "first", "one", "net1")
+	if got := addrOf(t, entry); got != only {
+		t.Fatalf("first pod got %s, want the only address %s", got, only)
+	}
+	reservation := filepath.Join("/var/lib/cni/networks", pn, only)
+	if _, err := os.Stat(reservation); err != nil {
+		t.Fatalf("no IPAM reservation for %s: %v", only, err)
+	}
+	if ports := bridgePorts(t, bridge); len(ports) != 1 {
+		t.Fatalf("bridge %s has ports %v, want the first pod's veth", bridge, ports)
+	}
+
+	deletePod(t, e, ns, "first")
+	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "address and veth released",
+		func(context.Context) (bool, string, error) {
+			_, err := os.Stat(reservation)
+			ports := bridgePorts(t, bridge)
+			return os.IsNotExist(err) && len(ports) == 0, fmt.Sprintf("reservation: %v, ports %v", err, ports), nil
+		})
+	runPods(t, e, harness.Pod(ns, "second", "one"))
+	if got := addrOf(t, attached(t, e, ns, "second", "one", "net1")); got != only {
+		t.Fatalf("second pod got %s, want the freed %s", got, only)
+	}
+}
+
+// A claim of another namespace cannot attach to a namespaced Network: the
+// device status says why, the pod gets an Event and never starts.
+func TestNamespacedNetworkRefused(t *testing.T) {
+	e := harness.Shared(t)
+	class := e.Class(t, harness.NetworkKind)
+	vni := harness.RandomVNI()
+	cluster := e.VXLANCluster(t, vni)
+	owner := testbed.Namespace(t, e.Kube)
+	other := testbed.Namespace(t, e.Kube)
+	e.Network(t, owner, "red", cluster, vni, harness.RandomSubnet())
+	e.WaitDevice(t, class, owner, "red", true)
+	e.ClaimTemplate(t, other, "red", class, owner, "red", nil)
+	e.CreatePod(t, harness.Pod(other, "intruder", "red"))
+
+	claim := e.ClaimOfPod(t, other, "intruder", "red")
+	_, entry := e.WaitClaimStatus(t, other, claim.Name, func(d resourceapi.AllocatedDeviceStatus) bool {
+		c := harness.ReadyCondition(d)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NamespaceMismatch"
+	})
+	if msg := harness.ReadyCondition(entry).Message; !strings.Contains(msg, "only usable by claims of its own namespace") {
+		t.Fatalf("condition message %q does not explain the refusal", msg)
+	}
+	if entry.NetworkData != nil {
+		t.Fatalf("a refused device reports networkData %+v", entry.NetworkData)
+	}
+	testbed.Poll(t, testbed.Context(t, time.Minute), 250*time.Millisecond, "NetworkPrepareFailed event on the pod",
+		func(ctx context.Context) (bool, string, error) {
+			ev := testbed.Events(ctx, e.Kube, other, "intruder")
+			return strings.Contains(ev, "NetworkPrepareFailed") && strings.Contains(ev, "own namespace"), ev, nil
+		})
+	p, err := e.Kube.CoreV1().Pods(other).Get(testbed.Context(t, time.Minute), "intruder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			t.Fatalf("the refused pod's container %s started: %+v", cs.Name, cs.State)
+		}
+	}
+	if p.Status.Phase != corev1.PodPending {
+		t.Fatalf("the refused pod is %s", p.Status.Phase)
+	}
+}
+
+// A PodNetwork's device follows its state: published with the standard
+// attributes while Ready, withdrawn when disabled, invalid or deleted.
+func TestPublishLifecycle(t *testing.T) {
+	e := harness.Shared(t)
+	class := e.Class(t, harness.PodNetworkKind)
+	bridge, pn := "e2e"+harness.Unique(6), "e2e-life-"+harness.Unique(6)
+	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), map[string]string{"tier": "data"}, bridge)
+	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue)
+	d := e.WaitDevice(t, class, "", pn, true)
+	for attr, want := range map[resourceapi.QualifiedName]string{
+		attachment.AttributeStdPodNetwork: pn, attachment.AttributeStdNetworkClass: class,
+		attachment.AttributePodNetwork: pn, attachment.AttributeType: "netclass-bridge", attachment.AttributeKind: "PodNetwork",
+	} {
+		if got := d.Attr(attr); got != want {
+			t.Errorf("attribute %s = %q, want %q", attr, got, want)
+		}
+	}
+	if _, ok := d.Device.Attributes[attachment.AttributeStdPodNetworkNamespace]; ok {
+		t.Error("a cluster-scoped network has podNetworkNamespace")
+	}
+	if !ptr.Deref(d.Device.AllowMultipleAllocations, false) {
+		t.Error("the device does not allow multiple allocations")
+	}
+	if d.Pool != e.Node {
+		t.Errorf("pool %s, want the node %s", d.Pool, e.Node)
+	}
+
+	patch := func(body string) {
+		t.Helper()
+		_, err := e.NC.MultinetworkV1().PodNetworks().Patch(testbed.Context(t, time.Minute), pn, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("patch PodNetwork %s with %s: %v", pn, body, err)
+		}
+	}
+	patch(`{"spec":{"enabled":false}}`)
+	e.WaitDevice(t, class, "", pn, false)
+	patch(`{"spec":{"enabled":true}}`)
+	e.WaitDevice(t, class, "", pn, true)
+	patch(`{"spec":{"parameters":{"mtu":5}}}`)
+	e.WaitDevice(t, class, "", pn, false)
+	patch(`{"spec":{"parameters":{"mtu":1400}}}`)
+	e.WaitDevice(t, class, "", pn, true)
+	if err := e.NC.MultinetworkV1().PodNetworks().Delete(testbed.Context(t, time.Minute), pn, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitDevice(t, class, "", pn, false)
+}
+
+// InUse follows the pods: True while a pod's claim is allocated on the
+// PodNetwork, False once the pod is gone.
+func TestPodNetworkInUse(t *testing.T) {
+	e := harness.Shared(t)
+	class := e.Class(t, harness.PodNetworkKind)
+	bridge, pn := "e2e"+harness.Unique(6), "e2e-use-"+harness.Unique(6)
+	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
+	ns := testbed.Namespace(t, e.Kube)
+	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionFalse)
+	e.WaitDevice(t, class, "", pn, true)
+	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
+	runPods(t, e, harness.Pod(ns, "user", "net"))
+	attached(t, e, ns, "user", "net", "net1")
+	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
+	deletePod(t, e, ns, "user")
+	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionFalse)
+}
+
+func deleteNow() metav1.DeleteOptions { return metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(1))} }
+
+func waitGone(t *testing.T, e *harness.Env, ns, name string) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, podTimeout), 200*time.Millisecond, "pod "+ns+"/"+name+" gone", func(ctx context.Context) (bool, string, error) {
+		_, err := e.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "", nil
+	})
+}
