@@ -203,7 +203,9 @@ func TestPodNetworkInUse(t *testing.T) {
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionFalse)
 }
 
-func deleteNow() metav1.DeleteOptions { return metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(1))} }
+func deleteNow() metav1.DeleteOptions {
+	return metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(1))}
+}
 
 func waitGone(t *testing.T, e *harness.Env, ns, name string) {
 	t.Helper()
