@@ -32,6 +32,8 @@ type Env struct {
 	Node string
 	DRA  *DRA
 	dir  string
+	// forget lists networks whose host state goes at the end.
+	forget []forgotten
 }
 
 var (
@@ -117,7 +119,7 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 	if err := e.DRA.Start(time.Minute); err != nil {
 		return nil, err
 	}
-	teardowns = append(teardowns, e.stopDRA)
+	teardowns = append(teardowns, e.removeNetworkState, e.stopDRA) // in reverse: stop first
 	return e, nil
 }
 

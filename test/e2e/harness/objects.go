@@ -104,6 +104,7 @@ func (e *Env) PodNetwork(t testing.TB, name string, params map[string]any, label
 	if _, err := e.NC.MultinetworkV1().PodNetworks().Create(ctx, pn, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create PodNetwork %s: %v", name, err)
 	}
+	e.ForgetNetwork(name, 0)
 	t.Cleanup(func() {
 		e.deleteAndWait(t, "PodNetwork "+name, func(ctx context.Context) error {
 			return e.NC.MultinetworkV1().PodNetworks().Delete(ctx, name, metav1.DeleteOptions{})
@@ -204,6 +205,7 @@ func (e *Env) Network(t testing.TB, namespace, name, cluster string, vni int32, 
 	if _, err := e.NC.NetclassV1alpha1().Networks(namespace).Create(testbed.Context(t, time.Minute), n, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Network %s/%s: %v", namespace, name, err)
 	}
+	e.ForgetNetwork(namespace+"_"+name, vni)
 }
 
 // NodeIP is the test bed node's address (scripts/testbed/README.md).

@@ -60,3 +60,52 @@ func (e *Env) Attachment(t testing.TB, pod types.UID, ifname string) checkpoint.
 	t.Fatalf("no attachment of %s for pod %s in the checkpoint", ifname, pod)
 	return checkpoint.Attachment{}
 }
+
+// hostStateDirs are where the plugins keep per-network state on the host.
+var hostStateDirs = []string{"/var/lib/cni/networks", "/var/lib/cni/netclass"}
+
+// ForgetNetwork registers a network's CNI name (and VNI, 0 for none) whose
+// host state directories the harness removes at the end of the package,
+// once netclass-dra stopped — only when they hold no reservation any more,
+// so a leak is left in place (and reported) rather than hidden.
+func (e *Env) ForgetNetwork(cniName string, vni int32) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	e.forget = append(e.forget, forgotten{cniName, vni})
+}
+
+type forgotten struct {
+	cniName string
+	vni     int32
+}
+
+func (e *Env) removeNetworkState() error {
+	var leaks []string
+	for _, f := range e.forget {
+		for _, root := range hostStateDirs {
+			dir := filepath.Join(root, f.cniName)
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			var held []string
+			for _, ent := range entries {
+				if n := ent.Name(); n != "lock" && !strings.HasPrefix(n, "last_reserved_ip") {
+					held = append(held, n)
+				}
+			}
+			if len(held) > 0 {
+				leaks = append(leaks, fmt.Sprintf("%s holds %v", dir, held))
+				continue
+			}
+			os.RemoveAll(dir)
+		}
+		if f.vni != 0 {
+			os.Remove(filepath.Join("/var/lib/cni/netclass/locks", fmt.Sprintf("vxlan-%d.lock", f.vni)))
+		}
+	}
+	if len(leaks) > 0 {
+		return fmt.Errorf("host CNI state left behind: %s", strings.Join(leaks, "; "))
+	}
+	return nil
+}
