@@ -71,7 +71,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API server configuration: %w", err)
 	}
-	rc.QPS, rc.Burst = 50, 100
+	rc.QPS, rc.Burst = 100, 300
 	rc.UserAgent = "netclass-dra"
 	return rc, nil
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
@@ -23,10 +24,17 @@ func (c collector) Collect() ([]network.Network, []network.Skip, error) {
 	return network.Collect(c.objs, c.host)
 }
 
-// podGetter reads pods from the API server.
-type podGetter struct{ client kubernetes.Interface }
+// podGetter reads pods from the cache of this node's pods, and from the API
+// server when the cache has not seen a pod yet.
+type podGetter struct {
+	cache  corelisters.PodLister
+	client kubernetes.Interface
+}
 
 func (g podGetter) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if p, err := g.cache.Pods(namespace).Get(name); err == nil {
+		return p, nil
+	}
 	return g.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -64,6 +65,7 @@ type Daemon struct {
 	nc        ncclient.Interface
 	factory   ncinformers.SharedInformerFactory
 	nodeFac   ncinformers.SharedInformerFactory
+	podFac    informers.SharedInformerFactory
 	publisher *publish.Publisher
 	store     *checkpoint.Store
 	runtime   *runtime.Plugin
@@ -149,6 +151,11 @@ func (d *Daemon) informers() {
 		inf.AddEventHandler(trigger)
 	}
 	ncv.NetworkQoSes().Informer() // registered before Start so the lister is served
+	d.podFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
+		}))
+	d.podFac.Core().V1().Pods().Informer()
 }
 
 func (d *Daemon) plugins(ctx context.Context) {
@@ -161,7 +168,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.prepare = &prepare.Plugin{
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
-		Pods:     podGetter{d.kube},
+		Pods:     podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube},
 		QoS:      qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		Detacher: d.runtime, Reporter: reporter,
 		OnError: d.publisher.HandleError,
@@ -176,14 +183,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.events.Shutdown()
 	d.factory.Start(ctx.Done())
 	d.nodeFac.Start(ctx.Done())
+	d.podFac.Start(ctx.Done())
 	defer d.factory.Shutdown()
 	defer d.nodeFac.Shutdown()
+	defer d.podFac.Shutdown()
 	for typ, ok := range d.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer cache of %v did not sync", typ)
 		}
 	}
 	for typ, ok := range d.nodeFac.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache of %v did not sync", typ)
+		}
+	}
+	for typ, ok := range d.podFac.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer cache of %v did not sync", typ)
 		}

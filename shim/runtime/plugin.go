@@ -18,6 +18,7 @@ import (
 
 // Store keeps the prepared claims and their attachments.
 type Store interface {
+	Get(uid types.UID) (*checkpoint.Claim, bool)
 	ForPod(uid types.UID) []*checkpoint.Claim
 	List() []*checkpoint.Claim
 	Update(uid types.UID, fn func(*checkpoint.Claim) error) error
@@ -46,6 +47,8 @@ type Timing struct {
 	Add time.Duration
 	// Total runs until the claims' statuses were written.
 	Total time.Duration
+	// Status is the time the status writes themselves took (API calls included).
+	Status time.Duration
 	// Budget is NRI's request timeout in effect.
 	Budget time.Duration
 	Err    error
@@ -243,9 +246,11 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 		} else if err != nil && len(pods) > 0 {
 			p.Reporter.PodEvent(pods[0], corev1.EventTypeWarning, "NetworkAttachFailed", err.Error())
 		}
+		statusStart := time.Now()
 		for uid := range claims {
 			p.writeStatus(ctx, uid, failures[uid])
 		}
+		timing.Status = time.Since(statusStart)
 		timing.Total = time.Since(start)
 		if p.Observer != nil {
 			p.Observer(timing)
@@ -254,14 +259,12 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 }
 
 func (p *Plugin) writeStatus(ctx context.Context, uid types.UID, failures map[string]error) {
-	for _, c := range p.Store.List() {
-		if c.UID != uid {
-			continue
-		}
-		if err := p.Reporter.Attached(ctx, c, failures); err != nil {
-			klog.FromContext(ctx).Error(err, "Writing the claim's status failed", "claim", klog.KRef(c.Namespace, c.Name))
-		}
-		return
+	c, ok := p.Store.Get(uid)
+	if !ok {
+		return // unprepared meanwhile
+	}
+	if err := p.Reporter.Attached(ctx, c, failures); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing the claim's status failed", "claim", klog.KRef(c.Namespace, c.Name))
 	}
 }
 

@@ -151,8 +151,10 @@ func (e *Env) draKubeconfig(admin string) (string, error) {
 func (e *Env) startController() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	rc := rest.CopyConfig(e.Rest)
+	rc.QPS, rc.Burst = 200, 400 // bulk benchmarks create hundreds of networks at once
 	go func() {
-		done <- manager.Run(ctx, e.Rest, manager.Options{
+		done <- manager.Run(ctx, rc, manager.Options{
 			LeaderElect: true, LeaseNamespace: "netclass-system",
 			Identity: fmt.Sprintf("netclass-e2e-%d", os.Getpid()), NetworkClassRecheck: 2 * time.Second,
 		})
