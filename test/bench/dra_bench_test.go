@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
-	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
+	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	shimruntime "github.com/netclass-dev/netclass/shim/runtime"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
