@@ -122,7 +122,7 @@ func TestDSCPMarkingOnTheWire(t *testing.T) {
 func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
 
 func TestShapingRates(t *testing.T) {
-	const egress, ingress = 20_000_000, 10_000_000 // bits/s
+	egress, ingress := float64(traffic.Rate(20_000_000)), float64(traffic.Rate(10_000_000)) // bits/s
 	h := cnitest.NewHost(t)
 	shaped := newNetwork(t, "blue", "blue0", []string{"10.21.0.0/24"}, map[string]any{"qos": map[string]any{
 		"egressRate": egress, "egressBurst": 100_000, "ingressRate": ingress, "ingressBurst": 100_000,
@@ -151,12 +151,12 @@ func TestShapingRates(t *testing.T) {
 }
 
 func TestMeteredRuleDropsTheExcess(t *testing.T) {
-	const meterKbps = 4000
+	meterKbps := float64(traffic.Rate(4000))
 	h := cnitest.NewHost(t)
 	n := newNetwork(t, "blue", "blue0", []string{"10.22.0.0/24"}, map[string]any{"qos": map[string]any{
 		"egress": []any{map[string]any{"priority": 1, "dscp": 10,
 			"classifier": map[string]any{"ports": []any{map[string]any{"protocol": "UDP", "port": 6000}}},
-			"bandwidth":  map[string]any{"rate": meterKbps, "burst": 400}}},
+			"bandwidth":  map[string]any{"rate": meterKbps, "burst": meterKbps / 10}}},
 	}})
 	a, b := cnitest.NewPod(t), cnitest.NewPod(t)
 	h.Add(t, plugin, n.bytes(t), a, "net1")

@@ -21,9 +21,9 @@ import (
 	"github.com/netclass-dev/netclass/test/traffic"
 )
 
-const (
-	egressBps  = 20_000_000
-	ingressBps = 10_000_000
+var (
+	egressBps  = float64(traffic.Rate(20_000_000))
+	ingressBps = float64(traffic.Rate(10_000_000))
 )
 
 // qosBlock marks everything with DSCP 46, UDP/5353 with 34, and shapes both ways.

@@ -96,7 +96,7 @@ func TestVLANsThroughASwitch(t *testing.T) {
 }
 
 func TestQoSOnAVLANAttachment(t *testing.T) {
-	const egress, ingress = 20_000_000, 10_000_000
+	egress, ingress := float64(traffic.Rate(20_000_000)), float64(traffic.Rate(10_000_000))
 	h1, h2 := fabric(t)
 	qos := map[string]any{"qos": map[string]any{"dscp": 46, "egressRate": egress, "egressBurst": 100_000,
 		"ingressRate": ingress, "ingressBurst": 100_000,
@@ -139,12 +139,12 @@ func TestQoSOnAVLANAttachment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("egress %.2f Mbit/s (configured 20), ingress %.2f Mbit/s (configured 10)", out/1e6, in/1e6)
+	t.Logf("egress %.2f Mbit/s (configured %.0f), ingress %.2f Mbit/s (configured %.0f)", out/1e6, egress/1e6, in/1e6, ingress/1e6)
 	if out < 0.8*egress || out > 1.2*egress {
-		t.Errorf("egress %.2f Mbit/s, configured 20", out/1e6)
+		t.Errorf("egress %.2f Mbit/s, configured %.0f", out/1e6, egress/1e6)
 	}
 	if in < 0.8*ingress || in > 1.2*ingress {
-		t.Errorf("ingress %.2f Mbit/s, configured 10", in/1e6)
+		t.Errorf("ingress %.2f Mbit/s, configured %.0f", in/1e6, ingress/1e6)
 	}
 	if err := h1.Check(t, plugin, confA, ra, a, "net1"); err != nil {
 		t.Errorf("CHECK: %v", err)
