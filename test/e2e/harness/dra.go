@@ -71,28 +71,45 @@ func (d *DRA) Args() []string {
 	}, d.Extra...)
 }
 
-// Start runs the daemon and waits until it is ready (kubelet registration
-// and NRI connection), at most timeout.
-func (d *DRA) Start(timeout time.Duration) error {
+// Launch runs the daemon without waiting for it; it returns the log offset
+// the run starts at.
+func (d *DRA) Launch() (int64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.launchLocked()
+}
+
+func (d *DRA) launchLocked() (int64, error) {
 	if d.cmd != nil {
-		return errors.New("netclass-dra already runs")
+		return 0, errors.New("netclass-dra already runs")
 	}
 	log, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer log.Close()
 	offset, _ := log.Seek(0, 2)
 	cmd := exec.Command(d.Bin, d.Args()...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start netclass-dra: %w", err)
+		return 0, fmt.Errorf("start netclass-dra: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	d.cmd, d.exited = cmd, exited
+	return offset, nil
+}
+
+// Start runs the daemon and waits until it is ready (kubelet registration
+// and NRI connection), at most timeout.
+func (d *DRA) Start(timeout time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	offset, err := d.launchLocked()
+	if err != nil {
+		return err
+	}
+	exited := d.exited
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if d.logHas(offset, readyLine) {

@@ -31,7 +31,11 @@ type Env struct {
 	NC   ncclient.Interface
 	Node string
 	DRA  *DRA
+	// Bins are the binaries the harness built.
+	Bins Binaries
 	dir  string
+	// admin is the test bed's admin kubeconfig.
+	admin string
 	// forget lists networks whose host state goes at the end.
 	forget []forgotten
 }
@@ -103,13 +107,13 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 		return nil, err
 	}
 	teardowns = append(teardowns, func() error { return os.RemoveAll(dir) })
-	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, dir: dir}
+	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, Bins: bins, dir: dir, admin: adminKubeconfig}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := e.applyRBAC(ctx); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := e.draKubeconfig(adminKubeconfig)
+	kubeconfig, err := e.KubeconfigFor(node)
 	if err != nil {
 		return nil, err
 	}
@@ -132,19 +136,19 @@ func (e *Env) applyRBAC(ctx context.Context) error {
 	return err
 }
 
-// draKubeconfig writes a kubeconfig that impersonates netclass-dra's service
-// account on this node (the node-name extra its DaemonSet token carries).
-func (e *Env) draKubeconfig(admin string) (string, error) {
-	cfg, err := clientcmd.LoadFromFile(admin)
+// KubeconfigFor writes a kubeconfig that impersonates netclass-dra's service
+// account on a node (the node-name extra its DaemonSet token carries).
+func (e *Env) KubeconfigFor(node string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(e.admin)
 	if err != nil {
 		return "", err
 	}
 	for _, ai := range cfg.AuthInfos {
 		ai.Impersonate = DRAServiceAccount
 		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:netclass-system", "system:authenticated"}
-		ai.ImpersonateUserExtra = map[string][]string{"authentication.kubernetes.io/node-name": {e.Node}}
+		ai.ImpersonateUserExtra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
 	}
-	path := filepath.Join(e.dir, "netclass-dra.kubeconfig")
+	path := filepath.Join(e.dir, "netclass-dra-"+node+".kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
