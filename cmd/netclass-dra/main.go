@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/plugins/kernel/sysfs"
 	"github.com/netclass-dev/netclass/shim/daemon"
 )
 
@@ -39,6 +40,7 @@ func main() {
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
 		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir,
 		Slots: *slots, NoSharedDevices: *noShared,
+		VFs: sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "netclass-dra failed")
 		klog.Flush()

@@ -55,6 +55,9 @@ type Device struct {
 	// MAC and IPs are static values handed to the plugins as capability arguments.
 	MAC string   `json:"mac,omitempty"`
 	IPs []string `json:"ips,omitempty"`
+	// DeviceID is the SR-IOV VF (PCI address) of the device, handed to the
+	// plugin as the "deviceID" capability argument.
+	DeviceID string `json:"deviceID,omitempty"`
 	// ConfList is the rendered CNI configuration list.
 	ConfList json.RawMessage `json:"confList"`
 	// Attachments are the CNI attachments made for the claim's pods.

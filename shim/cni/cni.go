@@ -20,9 +20,10 @@ type Attachment struct {
 	IfName      string
 	// Pod identity, passed as the conventional CNI_ARGS.
 	PodNamespace, PodName, PodUID string
-	// Static values for the "mac" and "ips" capabilities.
-	MAC string
-	IPs []string
+	// Static values for the "mac", "ips" and "deviceID" capabilities.
+	MAC      string
+	IPs      []string
+	DeviceID string
 }
 
 // Result is what ADD reported for the attachment's interface.
@@ -68,6 +69,9 @@ func (a Attachment) runtimeConf() *libcni.RuntimeConf {
 	}
 	if len(a.IPs) > 0 {
 		rt.CapabilityArgs["ips"] = a.IPs
+	}
+	if a.DeviceID != "" {
+		rt.CapabilityArgs["deviceID"] = a.DeviceID
 	}
 	return rt
 }

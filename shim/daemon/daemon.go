@@ -56,6 +56,8 @@ type Config struct {
 	NoSharedDevices bool
 	// Observer, when set, receives the timing of every attached pod.
 	Observer func(runtime.Timing)
+	// VFs lists the SR-IOV VFs of a PF (nil: SR-IOV networks are not published).
+	VFs publish.VFSource
 }
 
 // Daemon is a configured netclass-dra.
@@ -138,7 +140,7 @@ func (d *Daemon) informers() {
 		mode = publish.Slots
 	}
 	d.publisher = publish.New(collector{objs: objs, host: network.LocalHost{}},
-		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots})
+		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.publisher.Trigger() },
 		UpdateFunc: func(any, any) { d.publisher.Trigger() },

@@ -37,6 +37,16 @@ type Network struct {
 	Master         string
 	ClusterNetwork string
 	VNI, VLANID    int
+	// DeviceID is the VF an SR-IOV network names itself ("" when it picks
+	// VFs of its master).
+	DeviceID string
+}
+
+// Offer is what one published device stands for: a network, and for an
+// SR-IOV network the VF (PCI address) the device is.
+type Offer struct {
+	Network  Network
+	DeviceID string
 }
 
 // Skip says why a network object is not offered on this node.
@@ -65,10 +75,11 @@ const (
 
 // mainParams is what netclass reads from a main-plugin configuration.
 type mainParams struct {
-	Type   string `json:"type"`
-	Master string `json:"master"`
-	VNI    int    `json:"vni"`
-	VLANID int    `json:"vlanId"`
+	Type     string `json:"type"`
+	Master   string `json:"master"`
+	VNI      int    `json:"vni"`
+	VLANID   int    `json:"vlanId"`
+	DeviceID string `json:"deviceID"`
 }
 
 // FromPodNetwork describes a PodNetwork of the class, or says why it is not offered.
@@ -150,6 +161,6 @@ func describe(ref attachment.NetworkRef, labels map[string]string, params []byte
 	}
 	return Network{
 		Ref: ref, Labels: labels, Type: p.Type, Config: conf,
-		Master: p.Master, ClusterNetwork: clusterNetwork, VNI: p.VNI, VLANID: p.VLANID,
+		Master: p.Master, ClusterNetwork: clusterNetwork, VNI: p.VNI, VLANID: p.VLANID, DeviceID: p.DeviceID,
 	}, nil
 }

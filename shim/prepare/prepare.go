@@ -25,9 +25,9 @@ import (
 	"github.com/netclass-dev/netclass/shim/render"
 )
 
-// Networks resolves a published device name to its network.
+// Networks resolves a published device name to its network (and VF).
 type Networks interface {
-	Lookup(device string) (network.Network, bool)
+	Lookup(device string) (network.Offer, bool)
 }
 
 // Store keeps prepared claims.
@@ -182,11 +182,12 @@ func (p *Plugin) device(ctx context.Context, claim *resourceapi.ResourceClaim, r
 	if res.Pool != p.Pool {
 		return dev, fmt.Errorf("device %s of request %s is in pool %s, not this node's pool %s", res.Device, res.Request, res.Pool, p.Pool)
 	}
-	net, ok := p.Networks.Lookup(res.Device)
+	offer, ok := p.Networks.Lookup(res.Device)
 	if !ok {
 		return dev, &NotOfferedError{Device: res.Device, Request: res.Request}
 	}
-	dev.Network = net.Ref
+	net := offer.Network
+	dev.Network, dev.DeviceID = net.Ref, offer.DeviceID
 	if net.Ref.Namespace != "" && net.Ref.Namespace != claim.Namespace {
 		return dev, &NamespaceError{Claim: claim.Namespace + "/" + claim.Name, Network: net.Ref}
 	}
@@ -198,7 +199,7 @@ func (p *Plugin) device(ctx context.Context, claim *resourceapi.ResourceClaim, r
 		dev.InterfaceName, dev.MAC, dev.IPs = cfg.InterfaceName, cfg.MAC, cfg.IPs
 	}
 	rules := p.qosRules(ctx, claim, net, podLabels)
-	conf, err := render.ConfList(render.Input{Network: net, Config: cfg, Rules: rules})
+	conf, err := render.ConfList(render.Input{Network: net, Config: cfg, Rules: rules, DeviceID: offer.DeviceID})
 	if err != nil {
 		return dev, fmt.Errorf("request %s: %w", res.Request, err)
 	}

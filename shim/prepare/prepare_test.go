@@ -21,9 +21,9 @@ import (
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
-type fakeNetworks map[string]network.Network
+type fakeNetworks map[string]network.Offer
 
-func (f fakeNetworks) Lookup(d string) (network.Network, bool) { n, ok := f[d]; return n, ok }
+func (f fakeNetworks) Lookup(d string) (network.Offer, bool) { n, ok := f[d]; return n, ok }
 
 type fakePods map[string]*corev1.Pod
 
@@ -62,12 +62,15 @@ func (f *fakeReporter) Unprepared(_ context.Context, c kubeletplugin.NamespacedO
 }
 
 const bridgeConf = `{"cniVersion":"1.1.0","name":"blue","type":"netclass-bridge","bridge":"blue0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`
+const sriovConf = `{"cniVersion":"1.1.0","name":"fast","type":"netclass-sriov","master":"pf0"}`
 const vxlanConf = `{"cniVersion":"1.1.0","name":"tenant-a_red","type":"netclass-vxlan","vni":100,"local":"10.250.0.1"}`
 
 func networks() fakeNetworks {
 	return fakeNetworks{
-		"blue-dev": {Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}, Type: "netclass-bridge", Config: json.RawMessage(bridgeConf)},
-		"red-dev":  {Ref: attachment.NetworkRef{Class: "nets", Kind: "Network", Namespace: "tenant-a", Name: "red"}, Type: "netclass-vxlan", Config: json.RawMessage(vxlanConf)},
+		"blue-dev": {Network: network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}, Type: "netclass-bridge", Config: json.RawMessage(bridgeConf)}},
+		"red-dev":  {Network: network.Network{Ref: attachment.NetworkRef{Class: "nets", Kind: "Network", Namespace: "tenant-a", Name: "red"}, Type: "netclass-vxlan", Config: json.RawMessage(vxlanConf)}},
+		"vf-dev": {Network: network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "fast"}, Type: "netclass-sriov", Config: json.RawMessage(sriovConf), Master: "pf0"},
+			DeviceID: "0000:03:00.2"},
 	}
 }
 
@@ -242,5 +245,19 @@ func TestOpaqueConfigScopes(t *testing.T) {
 	}
 	if got, err := OpaqueConfig(configs, "other"); err != nil || got != nil {
 		t.Fatalf("unrelated request: %+v, %v", got, err)
+	}
+}
+
+func TestPrepareSRIOV(t *testing.T) {
+	h := newHarness(t)
+	c := claim("default", "c1", "uid-1", result("net", "netclass.dev", "vf-dev"))
+	got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+	if got["uid-1"].Err != nil {
+		t.Fatal(got["uid-1"].Err)
+	}
+	rec, _ := h.store.Get("uid-1")
+	d := rec.Devices[0]
+	if d.DeviceID != "0000:03:00.2" || !strings.Contains(string(d.ConfList), `"deviceID":true`) {
+		t.Fatalf("the VF is not handed to the plugin: %+v %s", d, d.ConfList)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
+	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
 )
@@ -41,8 +42,8 @@ func (m Mode) String() string {
 const MaxDevicesPerSlice = resourceapi.ResourceSliceMaxDevices
 
 // readableLen bounds the readable part of a device name so that the hash and
-// a slot suffix still fit a DNS label (63).
-const readableLen = 48
+// a slot or VF suffix ("-s9999", "-vf65535") still fit a DNS label (63).
+const readableLen = 46
 
 // DeviceName is the stable device name of a network: a readable part from its
 // namespace and name, and a hash of the full reference so names never collide.
@@ -114,27 +115,76 @@ func integer(i int) resourceapi.DeviceAttribute {
 	return resourceapi.DeviceAttribute{IntValue: &v}
 }
 
-// Build returns the devices of the networks and which network each device
-// name stands for. In Shared mode each network is one shareable device; in
-// Slots mode it is slots devices.
-func Build(nets []network.Network, mode Mode, slots int) ([]resourceapi.Device, map[string]network.Network) {
+// VF is one SR-IOV virtual function of a PF.
+type VF struct {
+	Addr  string // PCI address
+	Index int    // N of the PF's virtfnN
+}
+
+// VFName is the device name of a VF of a network's device: by its index, or
+// by a hash of its PCI address when the index is unknown (-1).
+func VFName(base string, vf VF) string {
+	if vf.Index >= 0 {
+		return fmt.Sprintf("%s-vf%d", base, vf.Index)
+	}
+	sum := sha256.Sum256([]byte(vf.Addr))
+	return base + "-vfa" + hex.EncodeToString(sum[:2])
+}
+
+// Attributes of a VF device besides its network's.
+const (
+	AttributePCIAddress resourceapi.QualifiedName = attachment.DriverName + "/pciAddress"
+	AttributeVFIndex    resourceapi.QualifiedName = attachment.DriverName + "/vfIndex"
+)
+
+// Build returns the devices of the networks and what each device name stands
+// for. In Shared mode each network is one shareable device; in Slots mode it
+// is slots devices. An SR-IOV network is one single-use device per VF: the
+// VF its deviceID names, or each VF of its master PF (vfs, by PF name).
+func Build(nets []network.Network, vfs map[string][]VF, mode Mode, slots int) ([]resourceapi.Device, map[string]network.Offer) {
 	devices := make([]resourceapi.Device, 0, len(nets))
-	table := make(map[string]network.Network, len(nets))
+	table := make(map[string]network.Offer, len(nets))
 	for _, n := range nets {
 		base := DeviceName(n.Ref)
-		if mode == Shared {
+		switch {
+		case n.Type == netconf.TypeSRIOV:
+			for _, vf := range sriovVFs(n, vfs) {
+				name := VFName(base, vf)
+				attrs := Attributes(n)
+				attrs[AttributePCIAddress] = str(vf.Addr)
+				if vf.Index >= 0 {
+					attrs[AttributeVFIndex] = integer(vf.Index)
+				}
+				devices = append(devices, resourceapi.Device{Name: name, Attributes: attrs})
+				table[name] = network.Offer{Network: n, DeviceID: vf.Addr}
+			}
+		case mode == Shared:
 			shared := true
 			devices = append(devices, resourceapi.Device{Name: base, Attributes: Attributes(n), AllowMultipleAllocations: &shared})
-			table[base] = n
-			continue
-		}
-		for i := range slots {
-			name := SlotName(base, i)
-			devices = append(devices, resourceapi.Device{Name: name, Attributes: Attributes(n)})
-			table[name] = n
+			table[base] = network.Offer{Network: n}
+		default:
+			for i := range slots {
+				name := SlotName(base, i)
+				devices = append(devices, resourceapi.Device{Name: name, Attributes: Attributes(n)})
+				table[name] = network.Offer{Network: n}
+			}
 		}
 	}
 	return devices, table
+}
+
+// sriovVFs are the VFs an SR-IOV network offers: the one its deviceID names
+// (index -1 when it is not among the master's), else the master's.
+func sriovVFs(n network.Network, vfs map[string][]VF) []VF {
+	if n.DeviceID == "" {
+		return vfs[n.Master]
+	}
+	for _, vf := range vfs[n.Master] {
+		if vf.Addr == n.DeviceID {
+			return []VF{vf}
+		}
+	}
+	return []VF{{Addr: n.DeviceID, Index: -1}}
 }
 
 // Slices splits devices into slices of at most perSlice devices, keeping

@@ -37,7 +37,7 @@ func TestDeviceName(t *testing.T) {
 	seen := map[string]attachment.NetworkRef{}
 	for _, r := range refs {
 		name := DeviceName(r)
-		for _, n := range []string{name, SlotName(name, 9999)} {
+		for _, n := range []string{name, SlotName(name, 9999), VFName(name, VF{Index: 65535}), VFName(name, VF{Addr: "0000:03:00.2", Index: -1})} {
 			if errs := validation.IsDNS1123Label(n); len(errs) != 0 {
 				t.Errorf("device name %q of %v is not a DNS label: %v", n, r, errs)
 			}
@@ -93,7 +93,7 @@ func TestAttributes(t *testing.T) {
 
 func TestBuild(t *testing.T) {
 	nets := []network.Network{podNet("a"), podNet("b")}
-	devs, table := Build(nets, Shared, 4)
+	devs, table := Build(nets, nil, Shared, 4)
 	if len(devs) != 2 || len(table) != 2 {
 		t.Fatalf("shared: %d devices, %d table entries", len(devs), len(table))
 	}
@@ -101,11 +101,11 @@ func TestBuild(t *testing.T) {
 		if d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations {
 			t.Errorf("shared device %s does not allow multiple allocations", d.Name)
 		}
-		if table[d.Name].Ref.Name == "" {
+		if table[d.Name].Network.Ref.Name == "" {
 			t.Errorf("device %s not in the table", d.Name)
 		}
 	}
-	devs, table = Build(nets, Slots, 4)
+	devs, table = Build(nets, nil, Slots, 4)
 	if len(devs) != 8 || len(table) != 8 {
 		t.Fatalf("slots: %d devices, %d table entries", len(devs), len(table))
 	}
@@ -114,7 +114,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("slot device %s sets allowMultipleAllocations", d.Name)
 		}
 	}
-	if table[SlotName(DeviceName(nets[1].Ref), 3)].Ref.Name != "b" {
+	if table[SlotName(DeviceName(nets[1].Ref), 3)].Network.Ref.Name != "b" {
 		t.Error("slot 3 of b does not resolve to b")
 	}
 }
@@ -242,5 +242,64 @@ func waitClosed(t *testing.T, ch <-chan struct{}) {
 	case <-ch:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no publication within 10 s")
+	}
+}
+
+func TestBuildSRIOV(t *testing.T) {
+	pool := network.Network{Ref: attachment.NetworkRef{Class: "c", Kind: "PodNetwork", Name: "fast"}, Type: "netclass-sriov", Master: "pf0"}
+	fixed := network.Network{Ref: attachment.NetworkRef{Class: "c", Kind: "PodNetwork", Name: "pinned"}, Type: "netclass-sriov", Master: "pf0", DeviceID: "0000:03:00.3"}
+	lone := network.Network{Ref: attachment.NetworkRef{Class: "c", Kind: "PodNetwork", Name: "lone"}, Type: "netclass-sriov", DeviceID: "0000:04:00.1"}
+	vfs := map[string][]VF{"pf0": {{Addr: "0000:03:00.2", Index: 0}, {Addr: "0000:03:00.3", Index: 1}}}
+	for _, mode := range []Mode{Shared, Slots} {
+		devs, table := Build([]network.Network{pool, fixed, lone}, vfs, mode, 4)
+		if len(devs) != 4 {
+			t.Fatalf("%s: %d devices, want 2 VFs + the pinned VF + the lone VF", mode, len(devs))
+		}
+		for _, d := range devs {
+			if d.AllowMultipleAllocations != nil {
+				t.Errorf("VF device %s is shareable", d.Name)
+			}
+			pci := d.Attributes[AttributePCIAddress]
+			if pci.StringValue == nil || table[d.Name].DeviceID != *pci.StringValue {
+				t.Errorf("device %s: pciAddress %v, offer %+v", d.Name, pci, table[d.Name])
+			}
+		}
+		if o := table[VFName(DeviceName(pool.Ref), VF{Index: 1})]; o.DeviceID != "0000:03:00.3" || o.Network.Ref.Name != "fast" {
+			t.Errorf("%s: VF 1 of fast is %+v", mode, o)
+		}
+		if o := table[VFName(DeviceName(fixed.Ref), VF{Index: 1})]; o.DeviceID != "0000:03:00.3" {
+			t.Errorf("%s: the pinned network does not offer its VF by index: %v", mode, table)
+		}
+	}
+	devs, _ := Build([]network.Network{pool}, nil, Shared, 4)
+	if len(devs) != 0 {
+		t.Errorf("an SR-IOV network without known VFs publishes %d devices", len(devs))
+	}
+}
+
+type fakeVFs map[string][]VF
+
+func (f fakeVFs) VFs(pf string) ([]VF, error) {
+	if v, ok := f[pf]; ok {
+		return v, nil
+	}
+	return nil, fmt.Errorf("no PF %q", pf)
+}
+
+func TestPublisherListsVFs(t *testing.T) {
+	src := &fakeSource{}
+	src.set(network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "fast"}, Type: "netclass-sriov", Master: "pf0"},
+		network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "gone"}, Type: "netclass-sriov", Master: "pf9"})
+	sink := &fakeSink{}
+	p := New(src, Options{Pool: "node1", VFs: fakeVFs{"pf0": {{Addr: "0000:03:00.2", Index: 0}}}})
+	if err := p.Sync(context.Background(), sink); err != nil {
+		t.Fatal(err)
+	}
+	_, slices := sink.last()
+	if len(slices[0].Devices) != 1 {
+		t.Fatalf("devices %+v", slices[0].Devices)
+	}
+	if o, ok := p.Lookup(slices[0].Devices[0].Name); !ok || o.DeviceID != "0000:03:00.2" {
+		t.Fatalf("lookup %+v %v", o, ok)
 	}
 }

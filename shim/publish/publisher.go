@@ -12,12 +12,18 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
 // Source computes the networks offered on this node.
 type Source interface {
 	Collect() ([]network.Network, []network.Skip, error)
+}
+
+// VFSource lists the VFs of a PF (SR-IOV networks publish their VFs).
+type VFSource interface {
+	VFs(pf string) ([]VF, error)
 }
 
 // Sink publishes a driver's pools (the kubelet plugin helper).
@@ -38,6 +44,8 @@ type Options struct {
 	Debounce time.Duration
 	// Resync recomputes periodically, for node devices appearing or going (default 10 s).
 	Resync time.Duration
+	// VFs lists SR-IOV VFs; nil publishes no SR-IOV network.
+	VFs VFSource
 }
 
 // Publisher keeps the node's ResourceSlices in line with the network objects.
@@ -48,7 +56,7 @@ type Publisher struct {
 
 	mu    sync.RWMutex
 	mode  Mode
-	table map[string]network.Network
+	table map[string]network.Offer
 	skips map[string]string // reference → last reason logged
 	// published is closed and replaced after each publication (for waiters).
 	published chan struct{}
@@ -68,7 +76,7 @@ func New(source Source, opts Options) *Publisher {
 	return &Publisher{
 		source: source, opts: opts, mode: opts.Mode,
 		trigger:   make(chan struct{}, 1),
-		table:     map[string]network.Network{},
+		table:     map[string]network.Offer{},
 		skips:     map[string]string{},
 		published: make(chan struct{}),
 	}
@@ -82,8 +90,8 @@ func (p *Publisher) Trigger() {
 	}
 }
 
-// Lookup returns the network a published device stands for.
-func (p *Publisher) Lookup(device string) (network.Network, bool) {
+// Lookup returns what a published device stands for.
+func (p *Publisher) Lookup(device string) (network.Offer, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	n, ok := p.table[device]
@@ -117,14 +125,40 @@ func (p *Publisher) Prime(ctx context.Context) error {
 	return nil
 }
 
-func (p *Publisher) compute(ctx context.Context) ([]resourceapi.Device, map[string]network.Network, int, error) {
+func (p *Publisher) compute(ctx context.Context) ([]resourceapi.Device, map[string]network.Offer, int, error) {
 	nets, skips, err := p.source.Collect()
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("collect networks: %w", err)
 	}
-	p.logSkips(ctx, skips)
-	devices, table := Build(nets, p.Mode(), p.opts.Slots)
+	vfs, vfSkips := p.listVFs(nets)
+	p.logSkips(ctx, append(skips, vfSkips...))
+	devices, table := Build(nets, vfs, p.Mode(), p.opts.Slots)
 	return devices, table, len(nets), nil
+}
+
+// listVFs reads the VFs of every PF an SR-IOV network uses.
+func (p *Publisher) listVFs(nets []network.Network) (map[string][]VF, []network.Skip) {
+	vfs := map[string][]VF{}
+	var skips []network.Skip
+	for _, n := range nets {
+		if n.Type != netconf.TypeSRIOV || n.Master == "" {
+			continue
+		}
+		if _, done := vfs[n.Master]; done {
+			continue
+		}
+		if p.opts.VFs == nil {
+			skips = append(skips, network.Skip{Ref: n.Ref, Reason: "NoVFSource", Message: "SR-IOV VFs cannot be listed here"})
+			continue
+		}
+		list, err := p.opts.VFs.VFs(n.Master)
+		if err != nil {
+			skips = append(skips, network.Skip{Ref: n.Ref, Reason: "NoVFs", Message: err.Error()})
+			continue
+		}
+		vfs[n.Master] = list
+	}
+	return vfs, skips
 }
 
 // Sync computes and publishes once.

@@ -21,6 +21,9 @@ type Input struct {
 	Config *attachment.Config
 	// Rules are the compiled NetworkQoS egress rules for the pod on this network.
 	Rules []qos.Rule
+	// DeviceID is the SR-IOV VF allocated ("" for other networks): it is
+	// passed through the "deviceID" capability, as sriov-cni's is.
+	DeviceID string
 }
 
 // ConfList renders the configuration list: the main plugin with the network's
@@ -41,7 +44,7 @@ func ConfList(in Input) ([]byte, error) {
 	delete(main, "qos")
 	delete(main, "name")
 	delete(main, "cniVersion")
-	setCapabilities(main, in.Config)
+	setCapabilities(main, in.Config, in.DeviceID != "")
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
 		chained := qos.Merge(eff, &qos.Spec{Egress: append(append([]qos.Rule{}, egressOf(eff)...), in.Rules...)})
@@ -85,21 +88,24 @@ func egressOf(s *qos.Spec) []qos.Rule {
 	return s.Egress
 }
 
-func setCapabilities(main map[string]any, cfg *attachment.Config) {
-	if cfg == nil || (cfg.MAC == "" && len(cfg.IPs) == 0) {
-		return
+func setCapabilities(main map[string]any, cfg *attachment.Config, deviceID bool) {
+	want := map[string]bool{"deviceID": deviceID}
+	if cfg != nil {
+		want["mac"], want["ips"] = cfg.MAC != "", len(cfg.IPs) > 0
 	}
 	caps, _ := main["capabilities"].(map[string]any)
-	if caps == nil {
-		caps = map[string]any{}
+	for name, on := range want {
+		if !on {
+			continue
+		}
+		if caps == nil {
+			caps = map[string]any{}
+		}
+		caps[name] = true
 	}
-	if cfg.MAC != "" {
-		caps["mac"] = true
+	if caps != nil {
+		main["capabilities"] = caps
 	}
-	if len(cfg.IPs) > 0 {
-		caps["ips"] = true
-	}
-	main["capabilities"] = caps
 }
 
 // Validate parses a rendered list and every plugin in it with conf/netconf,

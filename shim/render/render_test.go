@@ -100,6 +100,17 @@ func TestConfList(t *testing.T) {
 			},
 		},
 		{
+			name: "an SR-IOV VF is passed as the deviceID capability",
+			in: Input{Network: network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "fast"}, Type: "netclass-sriov",
+				Config: json.RawMessage(`{"cniVersion":"1.1.0","name":"fast","type":"netclass-sriov","master":"pf0"}`)}, DeviceID: "0000:03:00.2"},
+			check: func(t *testing.T, l list) {
+				caps := l.Plugins[0]["capabilities"].(map[string]any)
+				if caps["deviceID"] != true || len(caps) != 1 {
+					t.Fatalf("capabilities = %v", caps)
+				}
+			},
+		},
+		{
 			name: "an invalid merge is refused",
 			in: Input{Network: bridgeNet(""),
 				Config: &attachment.Config{QoS: &qos.Spec{EgressRate: 1000}}},

@@ -352,7 +352,7 @@ func cniAttachment(pod checkpoint.Pod, dev checkpoint.Device, a checkpoint.Attac
 	return cni.Attachment{
 		ContainerID: a.SandboxID, NetNS: a.NetNS, IfName: a.IfName,
 		PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: string(pod.UID),
-		MAC: dev.MAC, IPs: dev.IPs,
+		MAC: dev.MAC, IPs: dev.IPs, DeviceID: dev.DeviceID,
 	}
 }
 
