@@ -33,6 +33,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodenetwork"
+	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/prepare"
 	"github.com/netclass-dev/netclass/shim/publish"
 	"github.com/netclass-dev/netclass/shim/runtime"
@@ -170,8 +171,11 @@ func (d *Daemon) plugins(ctx context.Context) {
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.prepare = &prepare.Plugin{
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
-		Pods:     podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube},
-		QoS:      qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
+		Pods: podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube},
+		QoS:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
+		Peers: peers.Resolver{API: peers.ClientAPI{Client: d.kube}, Context: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 10*time.Second)
+		}},
 		Detacher: d.runtime, Reporter: reporter,
 		OnError: d.publisher.HandleError,
 	}

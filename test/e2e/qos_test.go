@@ -76,7 +76,9 @@ func TestQoSMarksDSCP(t *testing.T) {
 	}
 	af21 := harness.Pod(ns, "af21", "plain")
 	af21.Labels = map[string]string{"class": "af21"}
-	runPods(t, e, harness.Pod(ns, "ef", "marked"), harness.Pod(ns, "peer", "plain"), af21)
+	peer := harness.Pod(ns, "peer", "plain")
+	peer.Labels = map[string]string{"role": "peer"}
+	runPods(t, e, harness.Pod(ns, "ef", "marked"), peer, af21)
 
 	efAddr := addrOf(t, attached(t, e, ns, "ef", "marked", "net1"))
 	peerAddr := addrOf(t, attached(t, e, ns, "peer", "plain", "net1"))
@@ -95,5 +97,32 @@ func TestQoSMarksDSCP(t *testing.T) {
 	e.Ping(t, ns, "peer", "net1", efAddr)
 	if got := atEF.WaitFor(icmpFrom(peerAddr, 0), 3, 5*time.Second); len(got) < 3 {
 		t.Fatalf("the EF pod saw %d unmarked ICMP packets from the peer %s; all it saw: %+v", len(got), peerAddr, atEF.Packets())
+	}
+
+	// A destination given by pod selector: resolved, when the pod is
+	// prepared, to the addresses the selected pods have on the network.
+	toPeer := &ncv1.NetworkQoS{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cs5-to-peer"},
+		Spec: ncv1.NetworkQoSSpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"class": "cs5"}},
+			Priority:    20,
+			Egress: []ncv1.Rule{{DSCP: 40, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{
+				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "peer"}}}}}}},
+		},
+	}
+	if _, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Create(testbed.Context(t, time.Minute), toPeer, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create NetworkQoS: %v", err)
+	}
+	cs5 := harness.Pod(ns, "cs5", "plain")
+	cs5.Labels = map[string]string{"class": "cs5"}
+	runPods(t, e, cs5)
+	cs5Addr := addrOf(t, attached(t, e, ns, "cs5", "plain", "net1"))
+	e.Ping(t, ns, "cs5", "net1", peerAddr)
+	if got := atPeer.WaitFor(icmpFrom(cs5Addr, 40), 3, 5*time.Second); len(got) < 3 {
+		t.Fatalf("the peer saw %d ICMP packets from %s marked CS5 (40) by the pod-selector rule; all it saw: %+v", len(got), cs5Addr, atPeer.Packets())
+	}
+	e.Ping(t, ns, "cs5", "net1", efAddr)
+	if got := atEF.WaitFor(icmpFrom(cs5Addr, 0), 3, 5*time.Second); len(got) < 3 {
+		t.Fatalf("the EF pod, not selected by the rule, saw %d unmarked ICMP packets from %s; all it saw: %+v", len(got), cs5Addr, atEF.Packets())
 	}
 }

@@ -1,0 +1,143 @@
+// Package peers resolves the pod and namespace selectors of a NetworkQoS
+// destination to the addresses the selected pods have on a network, as their
+// claims' status reports them (DESIGN.md: selectors are resolved by the shim
+// before a rule reaches a plugin). The result is a snapshot taken when a pod
+// is prepared.
+package peers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+// API lists what resolution needs.
+type API interface {
+	Namespaces(ctx context.Context, sel labels.Selector) ([]corev1.Namespace, error)
+	Pods(ctx context.Context, namespace string, sel labels.Selector) ([]corev1.Pod, error)
+	Claims(ctx context.Context, namespace string) ([]resourceapi.ResourceClaim, error)
+}
+
+// Resolver implements render.Peers.
+type Resolver struct {
+	API API
+	// Context bounds the API calls of one resolution.
+	Context func() (context.Context, context.CancelFunc)
+}
+
+// Addresses returns the addresses on net of the pods the destination selects
+// (podSelector in the NetworkQoS's namespace, or in the namespaces
+// namespaceSelector selects).
+func (r Resolver) Addresses(namespace string, to ncv1.Destination, net network.Network) ([]netip.Addr, error) {
+	ctx, cancel := r.Context()
+	defer cancel()
+	namespaces, err := r.namespaces(ctx, namespace, to.NamespaceSelector)
+	if err != nil {
+		return nil, err
+	}
+	podSel := labels.Everything()
+	if to.PodSelector != nil {
+		if podSel, err = metav1.LabelSelectorAsSelector(to.PodSelector); err != nil {
+			return nil, fmt.Errorf("podSelector: %w", err)
+		}
+	}
+	var out []netip.Addr
+	for _, ns := range namespaces {
+		addrs, err := r.inNamespace(ctx, ns, podSel, net.Ref)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, addrs...)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(out), nil
+}
+
+func (r Resolver) namespaces(ctx context.Context, own string, sel *metav1.LabelSelector) ([]string, error) {
+	if sel == nil {
+		return []string{own}, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Errorf("namespaceSelector: %w", err)
+	}
+	list, err := r.API.Namespaces(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces %s: %w", s, err)
+	}
+	out := make([]string, 0, len(list))
+	for _, n := range list {
+		out = append(out, n.Name)
+	}
+	return out, nil
+}
+
+func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Selector, ref attachment.NetworkRef) ([]netip.Addr, error) {
+	pods, err := r.API.Pods(ctx, ns, podSel)
+	if err != nil {
+		return nil, fmt.Errorf("list pods of namespace %s: %w", ns, err)
+	}
+	if len(pods) == 0 {
+		return nil, nil
+	}
+	selected := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		selected[p.UID] = true
+	}
+	claims, err := r.API.Claims(ctx, ns)
+	if err != nil {
+		return nil, fmt.Errorf("list ResourceClaims of namespace %s: %w", ns, err)
+	}
+	var out []netip.Addr
+	for _, c := range claims {
+		if reservedFor(c, selected) {
+			out = append(out, AddressesOn(c, ref)...)
+		}
+	}
+	return out, nil
+}
+
+func reservedFor(c resourceapi.ResourceClaim, pods map[types.UID]bool) bool {
+	for _, r := range c.Status.ReservedFor {
+		if r.Resource == "pods" && r.APIGroup == "" && pods[r.UID] {
+			return true
+		}
+	}
+	return false
+}
+
+// AddressesOn returns the addresses a claim's netclass.dev status entries
+// report on the network.
+func AddressesOn(c resourceapi.ResourceClaim, ref attachment.NetworkRef) []netip.Addr {
+	var out []netip.Addr
+	for _, d := range c.Status.Devices {
+		if d.Driver != attachment.DriverName || d.NetworkData == nil || d.Data == nil {
+			continue
+		}
+		var data struct {
+			PodNetwork, PodNetworkNamespace, NetworkClass string
+		}
+		if json.Unmarshal(d.Data.Raw, &data) != nil || data.PodNetwork != ref.Name ||
+			data.PodNetworkNamespace != ref.Namespace || data.NetworkClass != ref.Class {
+			continue
+		}
+		for _, ip := range d.NetworkData.IPs {
+			if p, err := netip.ParsePrefix(ip); err == nil {
+				out = append(out, p.Addr())
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package peers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+type fakeAPI struct {
+	namespaces []corev1.Namespace
+	pods       []corev1.Pod
+	claims     []resourceapi.ResourceClaim
+}
+
+func (f fakeAPI) Namespaces(_ context.Context, sel labels.Selector) ([]corev1.Namespace, error) {
+	var out []corev1.Namespace
+	for _, n := range f.namespaces {
+		if sel.Matches(labels.Set(n.Labels)) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func (f fakeAPI) Pods(_ context.Context, ns string, sel labels.Selector) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	for _, p := range f.pods {
+		if p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (f fakeAPI) Claims(_ context.Context, ns string) ([]resourceapi.ResourceClaim, error) {
+	var out []resourceapi.ResourceClaim
+	for _, c := range f.claims {
+		if c.Namespace == ns {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func pod(ns, name, app string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: map[string]string{"app": app}}}
+}
+
+// claim of a pod with an entry on network (class/ns/name) at ip.
+func claim(p corev1.Pod, class, netNS, net, ip string) resourceapi.ResourceClaim {
+	data := fmt.Sprintf(`{"podNetwork":%q,"podNetworkNamespace":%q,"networkClass":%q}`, net, netNS, class)
+	return resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-" + net},
+		Status: resourceapi.ResourceClaimStatus{
+			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}},
+			Devices: []resourceapi.AllocatedDeviceStatus{{Driver: attachment.DriverName, Pool: "n", Device: "d",
+				Data: &runtime.RawExtension{Raw: []byte(data)}, NetworkData: &resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{ip}}}}}}
+}
+
+func TestAddresses(t *testing.T) {
+	db1, db2, web, other := pod("games", "db1", "db"), pod("games", "db2", "db"), pod("games", "web", "web"), pod("infra", "db3", "db")
+	api := fakeAPI{
+		namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "games", Labels: map[string]string{"env": "prod"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "infra", Labels: map[string]string{"env": "prod"}}}},
+		pods: []corev1.Pod{db1, db2, web, other},
+		claims: []resourceapi.ResourceClaim{
+			claim(db1, "netclass", "", "blue", "10.1.0.11/24"),
+			claim(db1, "netclass", "", "green", "10.2.0.11/24"), // another network
+			claim(db2, "netclass", "", "blue", "10.1.0.12/24"),
+			claim(web, "netclass", "", "blue", "10.1.0.20/24"),
+			claim(other, "netclass", "", "blue", "10.1.0.13/24"),
+			claim(db2, "other-class", "", "blue", "10.9.0.12/24"), // another class
+		},
+	}
+	r := Resolver{API: api, Context: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }}
+	blue := network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}}
+	dbSel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	for _, tc := range []struct {
+		name string
+		to   ncv1.Destination
+		want []string
+	}{
+		{"pods of the namespace", ncv1.Destination{PodSelector: dbSel}, []string{"10.1.0.11", "10.1.0.12"}},
+		{"pods of selected namespaces", ncv1.Destination{PodSelector: dbSel, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			[]string{"10.1.0.11", "10.1.0.12", "10.1.0.13"}},
+		{"every pod of selected namespaces", ncv1.Destination{NamespaceSelector: &metav1.LabelSelector{}}, []string{"10.1.0.11", "10.1.0.12", "10.1.0.13", "10.1.0.20"}},
+		{"nothing selected", ncv1.Destination{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := r.Addresses("games", tc.to, blue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s []string
+			for _, a := range got {
+				s = append(s, a.String())
+			}
+			if !slices.Equal(s, tc.want) {
+				t.Fatalf("addresses %v, want %v", s, tc.want)
+			}
+		})
+	}
+	bad := ncv1.Destination{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}}
+	if _, err := r.Addresses("games", bad, blue); err == nil {
+		t.Fatal("an invalid selector was accepted")
+	}
+}
