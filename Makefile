@@ -115,10 +115,17 @@ clean:
 demo: $(TEST_CNI)
 	$(BIN)/netclass-demo --cni-path $(TEST_CNI)
 
-# Benchmarks: plugin ADD+DEL against the upstream chain (no cluster needed).
+# Benchmarks: plugin ADD+DEL against the upstream chain (no cluster needed),
+# then the Kubernetes side on the test bed (500 PodNetworks published, 50
+# pods started at once), which is brought up and always torn down.
 BENCH_N ?= 100
 bench: $(TEST_CNI)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_N)x ./test/bench/
+	$(MAKE) testbed-up
+	$(MAKE) install
+	status=0; NETCLASS_KUBECONFIG=$(TESTBED_KUBECONFIG) $(GO) test -tags testbed -run '^$$' -bench DRA \
+		-benchtime 1x -timeout 30m ./test/bench/ || status=$$?; \
+	$(MAKE) uninstall; $(MAKE) testbed-down; exit $$status
 
 # The container image of conf/deploy (an OCI archive; no container engine
 # needed): import it with `ctr -n k8s.io images import $(IMAGE_TAR)`.
