@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +142,9 @@ func (w *Writer) Write(ctx context.Context, namespace, name string, entries []En
 	for i := range attempts {
 		_, last = w.Client.ResourceV1().ResourceClaims(namespace).ApplyStatus(ctx, ac,
 			metav1.ApplyOptions{FieldManager: attachment.FieldManager, Force: true})
+		if applyDropsAllocation(last) {
+			last = w.update(ctx, namespace, name, entries, now())
+		}
 		switch {
 		case last == nil, apierrors.IsNotFound(last):
 			return nil
@@ -168,4 +174,55 @@ func entryReason(err error, fallback string) string {
 		return r.Reason()
 	}
 	return fallback
+}
+
+// applyDropsAllocation recognises the API server refusing an apply because
+// its merge lost status.allocation. Observed on v1.37.1 for every status
+// apply (whatever its content, by any manager) to a claim whose allocation
+// carries an opaque configuration with the key "interfaceName": the merged
+// object has no allocation, which validation refuses as a change.
+func applyDropsAllocation(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "status.allocation: Invalid value: null")
+}
+
+// update writes the entries with an update of the status instead (read,
+// replace netclass.dev's entries, keep everyone else's, write with the
+// resourceVersion read: a conflict is retried by the caller).
+func (w *Writer) update(ctx context.Context, namespace, name string, entries []Entry, now time.Time) error {
+	claims := w.Client.ResourceV1().ResourceClaims(namespace)
+	claim, err := claims.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	devices := make([]resourceapi.AllocatedDeviceStatus, 0, len(claim.Status.Devices)+len(entries))
+	for _, d := range claim.Status.Devices {
+		if d.Driver != attachment.DriverName {
+			devices = append(devices, d)
+		}
+	}
+	for _, e := range entries {
+		d, err := typedDevice(e, now)
+		if err != nil {
+			return err
+		}
+		devices = append(devices, d)
+	}
+	claim.Status.Devices = devices
+	_, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: attachment.FieldManager})
+	return err
+}
+
+// typedDevice is the entry as a typed device status (for updates).
+func typedDevice(e Entry, now time.Time) (resourceapi.AllocatedDeviceStatus, error) {
+	ac, err := deviceStatus(e, now)
+	if err != nil {
+		return resourceapi.AllocatedDeviceStatus{}, err
+	}
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return resourceapi.AllocatedDeviceStatus{}, err
+	}
+	var d resourceapi.AllocatedDeviceStatus
+	err = json.Unmarshal(raw, &d)
+	return d, err
 }

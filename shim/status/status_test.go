@@ -10,8 +10,10 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -143,4 +145,40 @@ func TestWriterRetries(t *testing.T) {
 
 func conflict() error {
 	return apierrors.NewConflict(schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}, "c", errors.New("changed"))
+}
+
+// The API server refuses applies to claims whose opaque configuration holds
+// "interfaceName" (v1.37.1): the writer falls back to an update that keeps
+// other drivers' entries.
+func TestWriterFallsBackToUpdate(t *testing.T) {
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"},
+		Status: resourceapi.ResourceClaimStatus{Devices: []resourceapi.AllocatedDeviceStatus{
+			{Driver: "gpu.example.com", Pool: "p", Device: "gpu0"},
+			{Driver: "netclass.dev", Pool: "p", Device: "old"},
+		}},
+	}
+	client := fake.NewSimpleClientset(claim)
+	client.PrependReactor("patch", "resourceclaims", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceClaim"}, "c",
+			field.ErrorList{field.Invalid(field.NewPath("status", "allocation"), nil, "field cannot be modified once set")})
+	})
+	w := &Writer{Client: client, Attempts: 2, Backoff: time.Millisecond}
+	if err := w.Write(context.Background(), "ns", "c", []Entry{{Pool: "p", Device: "new", Ready: true, InterfaceName: "net1"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.ResourceV1().ResourceClaims("ns").Get(context.Background(), "c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range got.Status.Devices {
+		names = append(names, d.Driver+"/"+d.Device)
+	}
+	if strings.Join(names, ",") != "gpu.example.com/gpu0,netclass.dev/new" {
+		t.Fatalf("devices after the fallback: %v", names)
+	}
+	if nd := got.Status.Devices[1].NetworkData; nd == nil || nd.InterfaceName != "net1" || got.Status.Devices[1].Conditions[0].Reason != ReasonAttached {
+		t.Fatalf("entry %+v", got.Status.Devices[1])
+	}
 }

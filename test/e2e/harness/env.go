@@ -21,6 +21,9 @@ import (
 	"github.com/netclass-dev/netclass/test/testbed"
 )
 
+// KeepEnv, when set, keeps the harness's directory (daemon log, state) for inspection.
+const KeepEnv = "NETCLASS_E2E_KEEP"
+
 // DRAServiceAccount is netclass-dra's identity in conf/deploy.
 const DRAServiceAccount = "system:serviceaccount:netclass-system:netclass-dra"
 
@@ -106,7 +109,13 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 	if err != nil {
 		return nil, err
 	}
-	teardowns = append(teardowns, func() error { return os.RemoveAll(dir) })
+	teardowns = append(teardowns, func() error {
+		if os.Getenv(KeepEnv) != "" {
+			fmt.Fprintf(os.Stderr, "harness: kept %s (netclass-dra's log and state)\n", dir)
+			return nil
+		}
+		return os.RemoveAll(dir)
+	})
 	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, Bins: bins, dir: dir, admin: adminKubeconfig}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
