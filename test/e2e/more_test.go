@@ -50,7 +50,9 @@ func TestNodeNetworkStatus(t *testing.T) {
 			if _, err := e.NC.NetclassV1alpha1().ClusterNetworks().Create(ctx, cn, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { e.NC.NetclassV1alpha1().ClusterNetworks().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				e.NC.NetclassV1alpha1().ClusterNetworks().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
 			testbed.Poll(t, ctx, 200*time.Millisecond, "NodeNetwork of "+name+" on "+e.Node, func(ctx context.Context) (bool, string, error) {
 				list, err := e.NC.NetclassV1alpha1().NodeNetworks().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + e.Node})
 				if err != nil {
