@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
 
@@ -171,4 +173,52 @@ func waitReservations(t *testing.T, network, bridge string, n int, gone string) 
 			}
 			return ok, fmt.Sprintf("reserved %v, ports %v", res, ports), nil
 		})
+}
+
+// An attachment the checkpoint does not know (left by a crash between a
+// plugin's ADD and the record, or by anyone else on the network) is removed
+// by the CNI GC netclass-dra runs when it starts; recorded ones stay.
+func TestStartupGCRemovesUnknownAttachments(t *testing.T) {
+	e := harness.Shared(t)
+	class := e.Class(t, harness.PodNetworkKind)
+	bridge, pn := "e2e"+harness.Unique(6), "e2e-gc-"+harness.Unique(6)
+	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
+	ns := testbed.Namespace(t, e.Kube)
+	e.WaitDevice(t, class, "", pn, true)
+	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
+	runPods(t, e, harness.Pod(ns, "known", "net"))
+	known := attached(t, e, ns, "known", "net", "net1")
+
+	var conf []byte
+	claims, err := e.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims {
+		for _, d := range c.Devices {
+			if d.Network.Name == pn {
+				conf = d.ConfList
+			}
+		}
+	}
+	if conf == nil {
+		t.Fatal("no record of the network in the checkpoint")
+	}
+	stray := nstest.New(t)
+	runner := cni.New(e.DRA.CNIDirs, t.TempDir())
+	res, err := runner.Add(testbed.Context(t, time.Minute), conf, cni.Attachment{ContainerID: "stray-" + harness.Unique(8), NetNS: stray.Path, IfName: "net1"})
+	if err != nil {
+		t.Fatalf("make a stray attachment: %v", err)
+	}
+	strayAddr, _, _ := strings.Cut(res.IPs[0], "/")
+	waitReservations(t, pn, bridge, 2, "")
+
+	if err := e.DRA.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, e)
+	waitReservations(t, pn, bridge, 1, strayAddr)
+	if got := attached(t, e, ns, "known", "net", "net1"); addrOf(t, got) != addrOf(t, known) {
+		t.Fatalf("the recorded attachment changed: %v → %v", known.NetworkData, got.NetworkData)
+	}
 }
