@@ -66,27 +66,45 @@ type Plugin struct {
 	// OnConnect, when set, is called each time NRI configured the plugin.
 	OnConnect func()
 
-	mu      sync.Mutex // serialises sandbox handling with reconciliation
-	budget  func() time.Duration
-	wg      sync.WaitGroup
-	gcOnce  sync.Once
-	logCtx  context.Context
-	started time.Time
+	// sem serialises sandbox handling, Unprepare and reconciliation; it is
+	// taken with the caller's deadline, so a long reconciliation makes a
+	// sandbox fail (and be retried) instead of overrunning NRI's budget.
+	sem      chan struct{}
+	budgetMu sync.Mutex
+	budget   func() time.Duration
+	wg       sync.WaitGroup
+	gcOnce   sync.Once
+	logCtx   context.Context
+	started  time.Time
 }
 
 // NewPlugin returns a plugin; logCtx carries the logger for background work.
 func NewPlugin(logCtx context.Context, store Store, runner CNI, reporter Reporter) *Plugin {
-	return &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now()}
+	return &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), sem: make(chan struct{}, 1)}
 }
+
+// acquire takes the plugin's lock, giving up when ctx ends.
+func (p *Plugin) acquire(ctx context.Context) error {
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("netclass-dra is busy (reconciling with the runtime): %w", ctx.Err())
+	}
+}
+
+func (p *Plugin) release() { <-p.sem }
 
 // setBudget tells the plugin where NRI's request timeout is read from.
 func (p *Plugin) setBudget(budget func() time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.budgetMu.Lock()
+	defer p.budgetMu.Unlock()
 	p.budget = budget
 }
 
 func (p *Plugin) currentBudget() time.Duration {
+	p.budgetMu.Lock()
+	defer p.budgetMu.Unlock()
 	if p.budget == nil {
 		return 2 * time.Second
 	}
@@ -108,15 +126,17 @@ func (p *Plugin) margin() time.Duration {
 // so the runtime fails the sandbox and the kubelet retries with a new one.
 func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	start := time.Now()
-	claims := p.Store.ForPod(types.UID(pod.GetUid()))
-	if len(claims) == 0 {
+	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	budget := p.currentBudget()
 	ctx, cancel := context.WithDeadline(ctx, start.Add(budget-p.margin()))
 	defer cancel()
+	if err := p.acquire(ctx); err != nil {
+		return fmt.Errorf("netclass-dra: %w", err)
+	}
+	defer p.release()
+	claims := p.Store.ForPod(types.UID(pod.GetUid())) // again: reconciliation may have attached it
 	logger := klog.FromContext(p.logCtx).WithValues("pod", klog.KRef(pod.GetNamespace(), pod.GetName()), "sandbox", short(pod.GetId()))
 	steps, failed, err := p.attach(ctx, pod, claims)
 	addDone := time.Since(start)
@@ -279,14 +299,18 @@ func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) erro
 }
 
 func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
-	claims := p.Store.ForPod(types.UID(pod.GetUid()))
-	if len(claims) == 0 {
+	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, p.currentBudget()-p.margin())
 	defer cancel()
+	if err := p.acquire(ctx); err != nil {
+		klog.FromContext(p.logCtx).Error(err, "Detaching a stopped sandbox deferred to reconciliation and Unprepare",
+			"pod", klog.KRef(pod.GetNamespace(), pod.GetName()))
+		return nil
+	}
+	defer p.release()
+	claims := p.Store.ForPod(types.UID(pod.GetUid()))
 	var errs []error
 	for _, c := range claims {
 		for i, d := range c.Devices {
@@ -305,8 +329,13 @@ func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
 
 // Detach removes every attachment left on a claim (Unprepare).
 func (p *Plugin) Detach(ctx context.Context, c *checkpoint.Claim) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if err := p.acquire(ctx); err != nil {
+		return err
+	}
+	defer p.release()
+	if fresh, ok := p.Store.Get(c.UID); ok {
+		c = fresh
+	}
 	var errs []error
 	for i, d := range c.Devices {
 		for _, a := range d.Attachments {

@@ -34,9 +34,12 @@ func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api
 // daemon was away are attached now; then, once per process, CNI GC runs with
 // every valid attachment.
 func (p *Plugin) Reconcile(ctx context.Context, pods []*api.PodSandbox) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	logger := klog.FromContext(ctx)
+	if err := p.acquire(ctx); err != nil {
+		logger.Error(err, "Reconciliation skipped")
+		return
+	}
+	defer p.release()
 	running := map[string]*api.PodSandbox{}
 	for _, pod := range pods {
 		if ns := NetNS(pod); ns != "" && exists(ns) {

@@ -352,3 +352,32 @@ func TestReconcile(t *testing.T) {
 		t.Fatalf("a second reconcile changed things: %v", h.cni.Calls())
 	}
 }
+
+// A long reconciliation never makes RunPodSandbox overrun NRI's budget: the
+// sandbox fails in time (and the kubelet retries it).
+func TestBusyReconciliationFailsSandboxInTime(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c1", "a", 0, "p1", dev("blue", "")))
+	h.put(t, claimRec("c2", "b", 0, "p2", dev("red", "")))
+	h.cni.block = true
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.plugin.Reconcile(ctx, []*api.PodSandbox{h.sandbox("sb1", "p1")}); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(h.cni.Calls(), "ADD blue sb1 net1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the reconciliation did not start its ADD")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+	h.plugin.setBudget(func() time.Duration { return 400 * time.Millisecond })
+	h.plugin.Margin = 100 * time.Millisecond
+	start := time.Now()
+	err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb2", "p2"))
+	if err == nil || !strings.Contains(err.Error(), "busy") || time.Since(start) > 400*time.Millisecond {
+		t.Fatalf("RunPodSandbox during a reconciliation: %v after %v", err, time.Since(start))
+	}
+	cancel()
+	<-done
+	h.plugin.Wait()
+}
