@@ -105,6 +105,7 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 		return nil, err
 	}
 	teardowns = append(teardowns, func() error { unlock(); return nil })
+	teardowns = append(teardowns, func() error { return os.RemoveAll(filepath.Dir(bins.DRA)) })
 	dir, err := os.MkdirTemp("", "netclass-e2e-")
 	if err != nil {
 		return nil, err
