@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
@@ -48,8 +50,15 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "netclass-cnitest-")
-	if err != nil {
+	// One directory per test process, named by its PID: Go has no exit hook
+	// for a package-level build, so each build first removes the directories
+	// of processes that are gone.
+	removeStale(os.TempDir())
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", buildPrefix, os.Getpid()))
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	args := []string{"build", "-o", dir + "/"}
@@ -81,6 +90,23 @@ func build() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// buildPrefix names the per-process build directories under the temp dir.
+const buildPrefix = "netclass-cnitest-"
+
+// removeStale deletes build directories whose process no longer runs.
+func removeStale(tmp string) {
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), buildPrefix))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), buildPrefix) || err != nil {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
 }
 
 func moduleRoot() (string, error) {
