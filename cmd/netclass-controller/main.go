@@ -23,6 +23,8 @@ func main() {
 	fs.StringVar(&opts.LeaseNamespace, "leader-elect-namespace", manager.LeaseNamespaceFromEnv(), "namespace of the leader Lease")
 	fs.StringVar(&opts.LeaseName, "leader-elect-name", manager.DefaultLeaseName, "name of the leader Lease")
 	fs.IntVar(&opts.Workers, "workers", manager.DefaultWorkers, "workers per reconciler")
+	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server (client-go's default of 5 takes minutes over hundreds of networks)")
+	burst := fs.Int("kube-api-burst", 100, "burst of requests to the API server")
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -35,6 +37,7 @@ func main() {
 		logger.Error(err, "Cannot configure the API client")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	if err := manager.Run(ctx, cfg, opts); err != nil {
 		logger.Error(err, "netclass-controller stopped")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
