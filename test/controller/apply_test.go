@@ -146,39 +146,3 @@ func (a *applier) applyFile(t *testing.T, ctx context.Context, path string) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// installCRDs applies conf/crd/*.yaml (like `kubectl apply -f conf/crd/`) and waits until
-// they are established. They are left installed.
-func (a *applier) installCRDs(t *testing.T, ctx context.Context) {
-	t.Helper()
-	files, err := filepath.Glob(repoPath("conf/crd/*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in conf/crd: %v", err)
-	}
-	var crds []*unstructured.Unstructured
-	for _, f := range files {
-		rel, _ := filepath.Rel(repoPath(""), f)
-		for _, u := range readDocs(t, rel) {
-			a.apply(t, ctx, u, true)
-			crds = append(crds, u)
-		}
-	}
-	for _, u := range crds {
-		ri := a.resource(t, u)
-		testbed.Poll(t, ctx, 100*time.Millisecond, "CRD "+u.GetName()+" established", func(ctx context.Context) (bool, string, error) {
-			got, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, c := range conds {
-				m, _ := c.(map[string]any)
-				if m["type"] == "Established" && m["status"] == "True" {
-					return true, "", nil
-				}
-			}
-			return false, "not established", nil
-		})
-	}
-	a.mapper.Reset()
-}

@@ -55,7 +55,10 @@ func TestController(t *testing.T) {
 	e := &env{kube: kube, ctx: testbed.Context(t, 10*time.Minute), suffix: fmt.Sprintf("%06x", rand.IntN(1<<24))}
 	e.nc = ncclient.NewForConfigOrDie(cfg)
 	e.apply = newApplier(t, cfg)
-	e.apply.installCRDs(t, e.ctx)
+	if err := testbed.InstallCRDs(e.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.apply.mapper.Reset() // the new kinds are served now
 	e.apply.applyFile(t, e.ctx, "conf/deploy/00-namespace.yaml")
 	e.apply.applyFile(t, e.ctx, "conf/deploy/10-controller-rbac.yaml")
 	e.node = testbed.NodeName(t, kube)

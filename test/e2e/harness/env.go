@@ -43,9 +43,12 @@ type Env struct {
 	forget []forgotten
 }
 
+// The package's one environment (test-process-wide, like the netclass-dra
+// it runs), the error of a failed set-up, and what TestMain undoes.
 var (
 	sharedMu  sync.Mutex
 	shared    *Env
+	sharedErr error
 	teardowns []func() error
 )
 
@@ -76,6 +79,11 @@ func Shared(t testing.TB) *Env {
 	t.Helper()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
+	if sharedErr != nil {
+		// A failed set-up keeps what it took (the node lock) until TestMain
+		// ends; setting up again would wait on our own lock.
+		t.Fatalf("set up netclass on the test bed (failed for an earlier test): %v", sharedErr)
+	}
 	if shared != nil {
 		if shared.DRA.PID() == 0 {
 			if err := shared.DRA.Start(time.Minute); err != nil {
@@ -89,6 +97,7 @@ func Shared(t testing.TB) *Env {
 	node := testbed.NodeName(t, kube)
 	e, err := setUp(rc, kube, node, Build(t), testbed.Kubeconfig(t))
 	if err != nil {
+		sharedErr = err
 		t.Fatalf("set up netclass on the test bed: %v", err)
 	}
 	shared = e
@@ -118,8 +127,11 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 		return os.RemoveAll(dir)
 	})
 	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, Bins: bins, dir: dir, admin: adminKubeconfig}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if err := testbed.InstallCRDs(ctx, rc); err != nil {
+		return nil, err
+	}
 	if err := e.applyRBAC(ctx); err != nil {
 		return nil, err
 	}
@@ -130,10 +142,10 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 	e.DRA = &DRA{Bin: bins.DRA, Kubeconfig: kubeconfig, Node: node, CNIDirs: bins.CNIDirs,
 		StateDir: filepath.Join(dir, "state"), LogPath: filepath.Join(dir, "netclass-dra.log")}
 	e.startController()
-	if err := e.DRA.Start(time.Minute); err != nil {
-		return nil, err
-	}
 	teardowns = append(teardowns, e.removeNetworkState, e.stopDRA) // in reverse: stop first
+	if err := e.DRA.Start(time.Minute); err != nil {
+		return nil, err // TestMain's teardowns stop whatever did start
+	}
 	return e, nil
 }
 
