@@ -21,6 +21,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/netclass-dev/netclass/test/nstest"
+	"github.com/netclass-dev/netclass/test/repo"
 )
 
 // EnvPath names a directory that already holds every plugin binary (the
@@ -46,7 +47,7 @@ func Plugins(t testing.TB) string {
 }
 
 func build() (string, error) {
-	root, err := moduleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return "", err
 	}
@@ -107,18 +108,6 @@ func removeStale(tmp string) {
 			os.RemoveAll(filepath.Join(tmp, e.Name()))
 		}
 	}
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the netclass module")
-	}
-	return filepath.Dir(gomod), nil
 }
 
 // Host is where plugins run: a namespace standing in for a node.

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/netclass-dev/netclass/test/repo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,11 +56,11 @@ func InstallCRDs(ctx context.Context, rc *rest.Config) error {
 }
 
 func readCRDs() ([]*unstructured.Unstructured, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	root, err := repo.Root()
 	if err != nil {
-		return nil, fmt.Errorf("go env GOMOD: %w", err)
+		return nil, err
 	}
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "conf", "crd", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(root, "conf", "crd", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no CRDs in conf/crd (%v)", err)
 	}

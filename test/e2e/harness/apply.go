@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/netclass-dev/netclass/test/repo"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +36,7 @@ type applied struct {
 // applyFile server-side-applies every document of a file of the repository
 // and returns the objects that did not exist before.
 func (e *Env) applyFile(ctx context.Context, path string) ([]applied, error) {
-	root, err := moduleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/netclass-dev/netclass/test/repo"
 )
 
 // Plugins are the CNI plugins netclass-dra executes in these tests.
@@ -46,7 +48,7 @@ func Build(t testing.TB) Binaries {
 }
 
 func build() (Binaries, error) {
-	root, err := moduleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -67,17 +69,4 @@ func build() (Binaries, error) {
 		return Binaries{}, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return Binaries{DRA: filepath.Join(dir, "netclass-dra"), CNIDirs: []string{dir, "/opt/cni/bin"}}, nil
-}
-
-// moduleRoot is the repository root (the directory of go.mod).
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the netclass module")
-	}
-	return filepath.Dir(gomod), nil
 }
