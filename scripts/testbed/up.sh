@@ -260,6 +260,14 @@ start_containerd() {
   local systemd_cgroup=false
   systemd_host && cgroup_v2 && systemd_cgroup=true
   mkdir -p "$STATE_DIR/containerd" "$STATE_DIR/nri-plugins" "$STATE_DIR/nri-conf" "$DATA_DIR/containerd"
+  # Pod network namespaces are mounted here (netns_mounts_under_state_dir below). Make it a
+  # shared mount point from the start, as a systemd host's shared / would: the kubelet refuses
+  # a HostToContainer mount of it (netclass-dra's DaemonSet) on a private mount, and containerd
+  # makes it shared only once it creates a pod network namespace. down.sh unmounts it.
+  local netns=$STATE_DIR/containerd/io.containerd.grpc.v1.cri/netns
+  mkdir -p "$netns"
+  mountpoint -q "$netns" || mount --bind "$netns" "$netns"
+  mount --make-rshared "$netns"
   cat >"$STATE_DIR/containerd.toml" <<EOF
 version = 3
 root = "$DATA_DIR/containerd"
