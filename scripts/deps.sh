@@ -15,7 +15,7 @@ declare -A need=(
 	[time]=time [dnsmasq]=dnsmasq-base
 	[ip]=iproute2 [tc]=iproute2 [bridge]=iproute2
 	[nft]=nftables [iptables]=iptables
-	[modprobe]=kmod
+	[modprobe]=kmod [jq]=jq
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -10,7 +10,7 @@ set -euo pipefail
 out=${1:?usage: image.sh OUT.tar [NAME]}
 name=${2:-localhost/netclass/netclass:latest}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bin=$repo/bin
+bin=${BIN:-$repo/bin} # the binaries of `make build`
 
 need=()
 command -v jq >/dev/null || need+=(jq)

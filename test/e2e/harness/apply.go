@@ -26,16 +26,16 @@ import (
 // fieldManager owns what the harness applies.
 const fieldManager = "netclass-e2e"
 
-// applied is an object the harness created (and so deletes at the end).
-type applied struct {
-	res  dynamic.ResourceInterface
-	kind string
-	name string
+// Applied is an object the harness created (and so deletes at the end).
+type Applied struct {
+	Kind, Name string
+	res        dynamic.ResourceInterface
 }
 
-// applyFile server-side-applies every document of a file of the repository
-// and returns the objects that did not exist before.
-func (e *Env) applyFile(ctx context.Context, path string) ([]applied, error) {
+// ApplyFile server-side-applies every document of a file of the repository,
+// after mutate (when not nil) changed it, and returns the objects that did
+// not exist before.
+func (e *Env) ApplyFile(ctx context.Context, path string, mutate func(*unstructured.Unstructured) error) ([]Applied, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (e *Env) applyFile(ctx context.Context, path string) ([]applied, error) {
 	if err != nil {
 		return nil, err
 	}
-	var created []applied
+	var created []Applied
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		u := &unstructured.Unstructured{}
@@ -62,6 +62,11 @@ func (e *Env) applyFile(ctx context.Context, path string) ([]applied, error) {
 		if len(u.Object) == 0 {
 			continue
 		}
+		if mutate != nil {
+			if err := mutate(u); err != nil {
+				return created, fmt.Errorf("%s: %s %s: %w", path, u.GetKind(), u.GetName(), err)
+			}
+		}
 		a, isNew, err := applyOne(ctx, mapper, dyn, u)
 		if err != nil {
 			return created, fmt.Errorf("%s: %w", path, err)
@@ -72,11 +77,11 @@ func (e *Env) applyFile(ctx context.Context, path string) ([]applied, error) {
 	}
 }
 
-func applyOne(ctx context.Context, mapper meta.RESTMapper, dyn dynamic.Interface, u *unstructured.Unstructured) (applied, bool, error) {
+func applyOne(ctx context.Context, mapper meta.RESTMapper, dyn dynamic.Interface, u *unstructured.Unstructured) (Applied, bool, error) {
 	gvk := u.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return applied{}, false, fmt.Errorf("map %v: %w", gvk, err)
+		return Applied{}, false, fmt.Errorf("map %v: %w", gvk, err)
 	}
 	var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -85,28 +90,28 @@ func applyOne(ctx context.Context, mapper meta.RESTMapper, dyn dynamic.Interface
 	_, err = res.Get(ctx, u.GetName(), metav1.GetOptions{})
 	isNew := apierrors.IsNotFound(err)
 	if err != nil && !isNew {
-		return applied{}, false, fmt.Errorf("get %s %s: %w", gvk.Kind, u.GetName(), err)
+		return Applied{}, false, fmt.Errorf("get %s %s: %w", gvk.Kind, u.GetName(), err)
 	}
 	data, err := json.Marshal(u.Object)
 	if err != nil {
-		return applied{}, false, err
+		return Applied{}, false, err
 	}
 	force := true
 	if _, err := res.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}); err != nil {
-		return applied{}, false, fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
+		return Applied{}, false, fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
 	}
-	return applied{res: res, kind: gvk.Kind, name: u.GetName()}, isNew, nil
+	return Applied{Kind: gvk.Kind, Name: u.GetName(), res: res}, isNew, nil
 }
 
-// deleteApplied deletes what the harness created, newest first.
-func deleteApplied(objs []applied) error {
+// DeleteApplied deletes what the harness created, newest first.
+func DeleteApplied(objs []Applied) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var errs []error
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]
-		if err := o.res.Delete(ctx, o.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete %s %s: %w", o.kind, o.name, err))
+		if err := o.res.Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s %s: %w", o.Kind, o.Name, err))
 		}
 	}
 	return errors.Join(errs...)

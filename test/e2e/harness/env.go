@@ -92,10 +92,37 @@ func Shared(t testing.TB) *Env {
 		}
 		return shared
 	}
+	return setUpShared(t, true)
+}
+
+// Bare returns the environment of a package that runs netclass itself
+// (test/deploy runs it from conf/deploy's manifests): the node lock, the
+// CRDs and the clients, but no netclass-dra on the host and no in-process
+// controller (Env.DRA is nil).
+func Bare(t testing.TB) *Env {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedErr != nil {
+		t.Fatalf("set up the test bed (failed for an earlier test): %v", sharedErr)
+	}
+	if shared != nil {
+		return shared
+	}
+	return setUpShared(t, false)
+}
+
+// setUpShared sets the package's environment up, with netclass (the daemon
+// and the controller) or without. sharedMu is held.
+func setUpShared(t testing.TB, withNetclass bool) *Env {
+	t.Helper()
 	rc := testbed.RestConfig(t)
 	kube := testbed.Client(t)
 	node := testbed.NodeName(t, kube)
-	e, err := setUp(rc, kube, node, Build(t), testbed.Kubeconfig(t))
+	e, err := setUpBare(rc, kube, node, testbed.Kubeconfig(t))
+	if err == nil && withNetclass {
+		err = e.startNetclass(Build(t))
+	}
 	if err != nil {
 		sharedErr = err
 		t.Fatalf("set up netclass on the test bed: %v", err)
@@ -104,7 +131,9 @@ func Shared(t testing.TB) *Env {
 	return e
 }
 
-func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binaries, adminKubeconfig string) (*Env, error) {
+// setUpBare takes the node lock, makes the package's directory and installs
+// the CRDs.
+func setUpBare(rc *rest.Config, kube kubernetes.Interface, node, adminKubeconfig string) (*Env, error) {
 	nc, err := ncclient.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -114,7 +143,6 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 		return nil, err
 	}
 	teardowns = append(teardowns, func() error { unlock(); return nil })
-	teardowns = append(teardowns, func() error { return os.RemoveAll(filepath.Dir(bins.DRA)) })
 	dir, err := os.MkdirTemp("", "netclass-e2e-")
 	if err != nil {
 		return nil, err
@@ -126,35 +154,40 @@ func setUp(rc *rest.Config, kube kubernetes.Interface, node string, bins Binarie
 		}
 		return os.RemoveAll(dir)
 	})
-	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, Bins: bins, dir: dir, admin: adminKubeconfig}
+	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, dir: dir, admin: adminKubeconfig}
+	teardowns = append(teardowns, e.removeNetworkState)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := testbed.InstallCRDs(ctx, rc); err != nil {
-		return nil, err
-	}
+	return e, testbed.InstallCRDs(ctx, rc)
+}
+
+// startNetclass applies netclass-dra's RBAC, starts the controller
+// in-process and the daemon (as its service account) on the host.
+func (e *Env) startNetclass(bins Binaries) error {
+	e.Bins = bins
+	teardowns = append(teardowns, func() error { return os.RemoveAll(filepath.Dir(bins.DRA)) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if err := e.applyRBAC(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	kubeconfig, err := e.KubeconfigFor(node)
+	kubeconfig, err := e.KubeconfigFor(e.Node)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e.DRA = &DRA{Bin: bins.DRA, Kubeconfig: kubeconfig, Node: node, CNIDirs: bins.CNIDirs,
-		StateDir: filepath.Join(dir, "state"), LogPath: filepath.Join(dir, "netclass-dra.log")}
+	e.DRA = &DRA{Bin: bins.DRA, Kubeconfig: kubeconfig, Node: e.Node, CNIDirs: bins.CNIDirs,
+		StateDir: filepath.Join(e.dir, "state"), LogPath: filepath.Join(e.dir, "netclass-dra.log")}
 	e.startController()
-	teardowns = append(teardowns, e.removeNetworkState, e.stopDRA) // in reverse: stop first
-	if err := e.DRA.Start(time.Minute); err != nil {
-		return nil, err // TestMain's teardowns stop whatever did start
-	}
-	return e, nil
+	teardowns = append(teardowns, e.stopDRA) // in reverse: the daemon stops before the network state goes
+	return e.DRA.Start(time.Minute)          // on failure TestMain's teardowns stop whatever did start
 }
 
 func (e *Env) applyRBAC(ctx context.Context) error {
-	if _, err := e.applyFile(ctx, "conf/deploy/00-namespace.yaml"); err != nil {
+	if _, err := e.ApplyFile(ctx, "conf/deploy/00-namespace.yaml", nil); err != nil {
 		return err // the namespace is never deleted: other tests keep their Leases there
 	}
-	created, err := e.applyFile(ctx, "conf/deploy/11-dra-rbac.yaml")
-	teardowns = append(teardowns, func() error { return deleteApplied(created) })
+	created, err := e.ApplyFile(ctx, "conf/deploy/11-dra-rbac.yaml", nil)
+	teardowns = append(teardowns, func() error { return DeleteApplied(created) })
 	return err
 }
 
