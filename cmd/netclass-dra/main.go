@@ -31,6 +31,7 @@ func main() {
 	stateDir := flag.String("state-dir", "/var/lib/netclass", "where the checkpoint and the CNI result cache live")
 	slots := flag.Int("fallback-slots", 16, "devices per network when the API server cannot share one device among claims")
 	noShared := flag.Bool("no-shared-devices", false, "publish single-use device slots instead of one shared device per network")
+	health := flag.String("health-address", "127.0.0.1:9810", "where /healthz and /readyz answer probes (empty: nowhere)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -39,7 +40,7 @@ func main() {
 	if err := run(ctx, *kubeconfig, daemon.Config{
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
 		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir,
-		Slots: *slots, NoSharedDevices: *noShared,
+		Slots: *slots, NoSharedDevices: *noShared, HealthAddress: *health,
 		VFs: sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "netclass-dra failed")

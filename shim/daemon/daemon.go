@@ -59,6 +59,9 @@ type Config struct {
 	Observer func(runtime.Timing)
 	// VFs lists the SR-IOV VFs of a PF (nil: SR-IOV networks are not published).
 	VFs publish.VFSource
+	// HealthAddress is where /healthz and /readyz answer the kubelet's
+	// probes ("": nowhere).
+	HealthAddress string
 }
 
 // Daemon is a configured netclass-dra.
@@ -185,6 +188,11 @@ func (d *Daemon) plugins(ctx context.Context) {
 // Run serves until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	hl, err := listenHealth(d.cfg.HealthAddress)
+	if err != nil {
+		return err
+	}
+	defer d.startHealth(ctx, hl)()
 	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
 	defer d.events.Shutdown()
 	d.factory.Start(ctx.Done())

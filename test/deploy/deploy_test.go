@@ -10,6 +10,8 @@
 package deploy
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +39,7 @@ func TestDeployedNetclassAttachesPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	deploy(t, e, adapt)
+	readyz(t, "http://127.0.0.1:9810/readyz") // the DaemonSet's --health-address
 
 	class := e.Class(t, harness.PodNetworkKind)
 	bridge, pn := "dep"+harness.Unique(6), "deploy-"+harness.Unique(6)
@@ -78,4 +81,18 @@ func attached(t *testing.T, e *harness.Env, ns, pod string) string {
 	}
 	addr, _, _ := strings.Cut(nd.IPs[0], "/")
 	return addr
+}
+
+// readyz checks that netclass-dra answers its readiness probe.
+func readyz(t *testing.T, url string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("readiness probe: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readiness probe: %s %s", resp.Status, body)
+	}
 }
