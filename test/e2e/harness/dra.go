@@ -62,10 +62,11 @@ type DRA struct {
 	exited chan struct{}
 }
 
-// Args are the command line of the daemon.
+// Args are the command line of the daemon. Health probes are off: tests run
+// several daemons on one host (test/deploy checks the probes).
 func (d *DRA) Args() []string {
 	return append([]string{
-		"--kubeconfig=" + d.Kubeconfig, "--node-name=" + d.Node,
+		"--kubeconfig=" + d.Kubeconfig, "--node-name=" + d.Node, "--health-address=",
 		"--kubelet-dir=/var/lib/kubelet", "--nri-socket=/var/run/nri/nri.sock",
 		"--cni-bin-dir=" + strings.Join(d.CNIDirs, ","), "--state-dir=" + d.StateDir, "-v=2",
 	}, d.Extra...)
