@@ -128,7 +128,7 @@ bench: $(TEST_CNI)
 	$(MAKE) uninstall; $(MAKE) testbed-down; exit $$status
 
 # The container image of conf/deploy (an OCI archive; no container engine
-# needed): import it with `ctr -n k8s.io images import $(IMAGE_TAR)`.
+# needed): import it with `ctr -n k8s.io images import --platform linux/amd64 $(IMAGE_TAR)`.
 IMAGE ?= localhost/netclass/netclass:latest
 IMAGE_TAR ?= $(BIN)/netclass-image.tar
 .PHONY: image
