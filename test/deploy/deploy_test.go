@@ -12,16 +12,11 @@ package deploy
 import (
 	"io"
 	"net/http"
-	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netclass-dev/netclass/test/e2e/harness"
-	"github.com/netclass-dev/netclass/test/testbed"
 )
 
 func TestMain(m *testing.M) { harness.Main(m) }
@@ -31,56 +26,24 @@ func TestMain(m *testing.M) { harness.Main(m) }
 // net1, report it in their claims' status and reach each other.
 func TestDeployedNetclassAttachesPods(t *testing.T) {
 	e := harness.Bare(t)
-	n := testbedNode(t)
-	importImage(t, n, buildImage(t))
+	bed := testbedNode(t)
+	importImage(t, bed, buildImage(t))
 	hostFiles(t, append(pluginPaths(t), "/var/lib/netclass")...)
-	adapt, err := testbedAdapter(e.Rest.Host, n)
+	adapt, err := testbedAdapter(e.Rest.Host, bed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deploy(t, e, adapt)
 	readyz(t, "http://127.0.0.1:9810/readyz") // the DaemonSet's --health-address
 
-	class := e.Class(t, harness.PodNetworkKind)
-	bridge, pn := "dep"+harness.Unique(6), "deploy-"+harness.Unique(6)
-	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
-	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue)
-	ns := testbed.Namespace(t, e.Kube)
-	e.WaitDevice(t, class, "", pn, true)
-	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
-	for _, p := range []string{"a", "b"} {
-		e.CreatePod(t, harness.Pod(ns, p, "net"))
-	}
-	addrs := map[string]string{}
-	for _, p := range []string{"a", "b"} {
-		testbed.WaitForPodRunning(t, e.Kube, ns, p, 2*time.Minute)
-		addrs[p] = attached(t, e, ns, p)
-	}
-	e.Ping(t, ns, "a", "net1", addrs["b"])
-	e.Ping(t, ns, "b", "net1", addrs["a"])
+	n := e.BridgeNet(t, "deploy", "net") // published by the DaemonSet's daemon
+	ns, pn := n.Namespace, n.PodNetwork
+	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue) // set by the Deployment's controller
+	e.RunPods(t, harness.Pod(ns, "a", "net"), harness.Pod(ns, "b", "net"))
+	a, b := e.Attached(t, ns, "a", "net", "net1"), e.Attached(t, ns, "b", "net", "net1")
+	e.Ping(t, ns, "a", "net1", harness.Addr(t, b))
+	e.Ping(t, ns, "b", "net1", harness.Addr(t, a))
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
-}
-
-// attached checks that the pod's claim reports net1 Ready with what `ip`
-// shows in the pod, and returns its address.
-func attached(t *testing.T, e *harness.Env, ns, pod string) string {
-	t.Helper()
-	claim := e.ClaimOfPod(t, ns, pod, "net")
-	_, entry := e.WaitClaimStatus(t, ns, claim.Name, func(d resourceapi.AllocatedDeviceStatus) bool {
-		c := harness.ReadyCondition(d)
-		return c != nil && c.Status == metav1.ConditionTrue
-	})
-	nd := entry.NetworkData
-	if nd == nil || nd.InterfaceName != "net1" || len(nd.IPs) == 0 {
-		t.Fatalf("claim %s/%s: networkData %+v, want net1 with an address", ns, claim.Name, nd)
-	}
-	ifc := e.MustIface(t, ns, pod, "net1")
-	if nd.HardwareAddress != ifc.MAC || !slices.Equal(nd.IPs, ifc.CIDRs) {
-		t.Fatalf("claim %s/%s says net1 has %s %v; inside pod %s it has %s %v",
-			ns, claim.Name, nd.HardwareAddress, nd.IPs, pod, ifc.MAC, ifc.CIDRs)
-	}
-	addr, _, _ := strings.Cut(nd.IPs[0], "/")
-	return addr
 }
 
 // readyz checks that netclass-dra answers its readiness probe.

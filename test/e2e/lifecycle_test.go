@@ -42,7 +42,7 @@ func bridgePorts(t *testing.T, bridge string) []string {
 
 func deletePod(t *testing.T, e *harness.Env, ns, name string) {
 	t.Helper()
-	ctx := testbed.Context(t, podTimeout)
+	ctx := testbed.Context(t, harness.PodTimeout)
 	if err := e.Kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
 	}
@@ -67,9 +67,9 @@ func TestDeletePodFreesAddress(t *testing.T) {
 	e.WaitDevice(t, class, "", pn, true)
 	e.ClaimTemplate(t, ns, "one", class, "", pn, nil)
 
-	runPods(t, e, harness.Pod(ns, "first", "one"))
-	entry := attached(t, e, ns, "first", "one", "net1")
-	if got := addrOf(t, entry); got != only {
+	e.RunPods(t, harness.Pod(ns, "first", "one"))
+	entry := e.Attached(t, ns, "first", "one", "net1")
+	if got := harness.Addr(t, entry); got != only {
 		t.Fatalf("first pod got %s, want the only address %s", got, only)
 	}
 	reservation := filepath.Join("/var/lib/cni/networks", pn, only)
@@ -87,8 +87,8 @@ func TestDeletePodFreesAddress(t *testing.T) {
 			ports := bridgePorts(t, bridge)
 			return os.IsNotExist(err) && len(ports) == 0, fmt.Sprintf("reservation: %v, ports %v", err, ports), nil
 		})
-	runPods(t, e, harness.Pod(ns, "second", "one"))
-	if got := addrOf(t, attached(t, e, ns, "second", "one", "net1")); got != only {
+	e.RunPods(t, harness.Pod(ns, "second", "one"))
+	if got := harness.Addr(t, e.Attached(t, ns, "second", "one", "net1")); got != only {
 		t.Fatalf("second pod got %s, want the freed %s", got, only)
 	}
 }
@@ -189,15 +189,11 @@ func TestPublishLifecycle(t *testing.T) {
 // PodNetwork, False once the pod is gone.
 func TestPodNetworkInUse(t *testing.T) {
 	e := harness.Shared(t)
-	class := e.Class(t, harness.PodNetworkKind)
-	bridge, pn := "e2e"+harness.Unique(6), "e2e-use-"+harness.Unique(6)
-	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
-	ns := testbed.Namespace(t, e.Kube)
+	n := e.BridgeNet(t, "e2e-use", "net")
+	ns, pn := n.Namespace, n.PodNetwork
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionFalse)
-	e.WaitDevice(t, class, "", pn, true)
-	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
-	runPods(t, e, harness.Pod(ns, "user", "net"))
-	attached(t, e, ns, "user", "net", "net1")
+	e.RunPods(t, harness.Pod(ns, "user", "net"))
+	e.Attached(t, ns, "user", "net", "net1")
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
 	deletePod(t, e, ns, "user")
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionFalse)
@@ -209,7 +205,7 @@ func deleteNow() metav1.DeleteOptions {
 
 func waitGone(t *testing.T, e *harness.Env, ns, name string) {
 	t.Helper()
-	testbed.Poll(t, testbed.Context(t, podTimeout), 200*time.Millisecond, "pod "+ns+"/"+name+" gone", func(ctx context.Context) (bool, string, error) {
+	testbed.Poll(t, testbed.Context(t, harness.PodTimeout), 200*time.Millisecond, "pod "+ns+"/"+name+" gone", func(ctx context.Context) (bool, string, error) {
 		_, err := e.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "", nil
 	})

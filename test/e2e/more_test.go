@@ -97,10 +97,10 @@ func TestInterfaceNames(t *testing.T) {
 	}
 	e.WaitDevice(t, class, "", nets[2], true)
 	e.ClaimTemplate(t, ns, "data", class, "", nets[2], &attachment.Config{InterfaceName: "net1"})
-	runPods(t, e, harness.Pod(ns, "multi", "blue", "data", "green"))
-	attached(t, e, ns, "multi", "data", "net1")
-	attached(t, e, ns, "multi", "blue", "net2")
-	attached(t, e, ns, "multi", "green", "net3")
+	e.RunPods(t, harness.Pod(ns, "multi", "blue", "data", "green"))
+	e.Attached(t, ns, "multi", "data", "net1")
+	e.Attached(t, ns, "multi", "blue", "net2")
+	e.Attached(t, ns, "multi", "green", "net3")
 }
 
 // With shared devices off, each network is published as single-use slots:
@@ -140,8 +140,8 @@ func TestSlotFallback(t *testing.T) {
 		return n == 2, fmt.Sprintf("%d devices", n), nil
 	})
 	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
-	runPods(t, e, harness.Pod(ns, "one", "net"), harness.Pod(ns, "two", "net"))
-	a, b := attached(t, e, ns, "one", "net", "net1"), attached(t, e, ns, "two", "net", "net1")
+	e.RunPods(t, harness.Pod(ns, "one", "net"), harness.Pod(ns, "two", "net"))
+	a, b := e.Attached(t, ns, "one", "net", "net1"), e.Attached(t, ns, "two", "net", "net1")
 	if a.Device == b.Device {
 		t.Fatalf("both pods got slot %s", a.Device)
 	}

@@ -78,11 +78,11 @@ func TestQoSMarksDSCP(t *testing.T) {
 	af21.Labels = map[string]string{"class": "af21"}
 	peer := harness.Pod(ns, "peer", "plain")
 	peer.Labels = map[string]string{"role": "peer"}
-	runPods(t, e, harness.Pod(ns, "ef", "marked"), peer, af21)
+	e.RunPods(t, harness.Pod(ns, "ef", "marked"), peer, af21)
 
-	efAddr := addrOf(t, attached(t, e, ns, "ef", "marked", "net1"))
-	peerAddr := addrOf(t, attached(t, e, ns, "peer", "plain", "net1"))
-	af21Addr := addrOf(t, attached(t, e, ns, "af21", "plain", "net1"))
+	efAddr := harness.Addr(t, e.Attached(t, ns, "ef", "marked", "net1"))
+	peerAddr := harness.Addr(t, e.Attached(t, ns, "peer", "plain", "net1"))
+	af21Addr := harness.Addr(t, e.Attached(t, ns, "af21", "plain", "net1"))
 	atPeer := sniffPod(t, e, getPod(t, e, ns, "peer"), "net1")
 	atEF := sniffPod(t, e, getPod(t, e, ns, "ef"), "net1")
 
@@ -115,8 +115,8 @@ func TestQoSMarksDSCP(t *testing.T) {
 	}
 	cs5 := harness.Pod(ns, "cs5", "plain")
 	cs5.Labels = map[string]string{"class": "cs5"}
-	runPods(t, e, cs5)
-	cs5Addr := addrOf(t, attached(t, e, ns, "cs5", "plain", "net1"))
+	e.RunPods(t, cs5)
+	cs5Addr := harness.Addr(t, e.Attached(t, ns, "cs5", "plain", "net1"))
 	e.Ping(t, ns, "cs5", "net1", peerAddr)
 	if got := atPeer.WaitFor(icmpFrom(cs5Addr, 40), 3, 5*time.Second); len(got) < 3 {
 		t.Fatalf("the peer saw %d ICMP packets from %s marked CS5 (40) by the pod-selector rule; all it saw: %+v", len(got), cs5Addr, atPeer.Packets())

@@ -60,15 +60,11 @@ func TestRestartLosesNothing(t *testing.T) {
 			restart(t, e)
 		}
 	})
-	class := e.Class(t, harness.PodNetworkKind)
-	bridge, pn := "e2e"+harness.Unique(6), "e2e-crash-"+harness.Unique(6)
-	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
-	ns := testbed.Namespace(t, e.Kube)
-	e.WaitDevice(t, class, "", pn, true)
-	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
-	runPods(t, e, harness.Pod(ns, "stays", "net"), harness.Pod(ns, "goes", "net"))
-	stays := attached(t, e, ns, "stays", "net", "net1")
-	goesAddr := addrOf(t, attached(t, e, ns, "goes", "net", "net1"))
+	n := e.BridgeNet(t, "e2e-crash", "net")
+	ns, pn, bridge := n.Namespace, n.PodNetwork, n.Bridge
+	e.RunPods(t, harness.Pod(ns, "stays", "net"), harness.Pod(ns, "goes", "net"))
+	stays := e.Attached(t, ns, "stays", "net", "net1")
+	goesAddr := harness.Addr(t, e.Attached(t, ns, "goes", "net", "net1"))
 
 	kill(t, e)
 	for _, name := range []string{"new-1", "new-2"} {
@@ -81,12 +77,12 @@ func TestRestartLosesNothing(t *testing.T) {
 	t.Logf("%v netclass-dra restarted", time.Now().Format("15:04:05.0"))
 
 	for _, name := range []string{"new-1", "new-2"} {
-		testbed.WaitForPodRunning(t, e.Kube, ns, name, podTimeout)
-		attached(t, e, ns, name, "net", "net1")
+		testbed.WaitForPodRunning(t, e.Kube, ns, name, harness.PodTimeout)
+		e.Attached(t, ns, name, "net", "net1")
 		t.Logf("%v %s attached", time.Now().Format("15:04:05.0"), name)
 	}
-	after := attached(t, e, ns, "stays", "net", "net1")
-	if addrOf(t, after) != addrOf(t, stays) || after.NetworkData.HardwareAddress != stays.NetworkData.HardwareAddress {
+	after := e.Attached(t, ns, "stays", "net", "net1")
+	if harness.Addr(t, after) != harness.Addr(t, stays) || after.NetworkData.HardwareAddress != stays.NetworkData.HardwareAddress {
 		t.Fatalf("the running pod's attachment changed across the restart: %+v → %+v", stays.NetworkData, after.NetworkData)
 	}
 	waitGone(t, e, ns, "goes")
@@ -110,17 +106,13 @@ func TestKilledDuringAttach(t *testing.T) {
 			restart(t, e)
 		}
 	})
-	class := e.Class(t, harness.PodNetworkKind)
-	bridge, pn := "e2e"+harness.Unique(6), "e2e-kill-"+harness.Unique(6)
-	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
-	ns := testbed.Namespace(t, e.Kube)
-	e.WaitDevice(t, class, "", pn, true)
-	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
+	n := e.BridgeNet(t, "e2e-kill", "net")
+	ns, pn, bridge := n.Namespace, n.PodNetwork, n.Bridge
 	names := []string{"p1", "p2", "p3", "p4"}
 	for _, n := range names {
 		e.CreatePod(t, harness.Pod(ns, n, "net"))
 	}
-	testbed.Poll(t, testbed.Context(t, podTimeout), 5*time.Millisecond, "a first attachment in the checkpoint",
+	testbed.Poll(t, testbed.Context(t, harness.PodTimeout), 5*time.Millisecond, "a first attachment in the checkpoint",
 		func(context.Context) (bool, string, error) {
 			claims, err := e.Checkpoint()
 			if err != nil {
@@ -138,8 +130,8 @@ func TestKilledDuringAttach(t *testing.T) {
 	kill(t, e)
 	restart(t, e)
 	for _, n := range names {
-		testbed.WaitForPodRunning(t, e.Kube, ns, n, podTimeout)
-		attached(t, e, ns, n, "net", "net1")
+		testbed.WaitForPodRunning(t, e.Kube, ns, n, harness.PodTimeout)
+		e.Attached(t, ns, n, "net", "net1")
 	}
 	waitReservations(t, pn, bridge, len(names), "")
 	for _, n := range names {
@@ -180,14 +172,10 @@ func waitReservations(t *testing.T, network, bridge string, n int, gone string) 
 // by the CNI GC netclass-dra runs when it starts; recorded ones stay.
 func TestStartupGCRemovesUnknownAttachments(t *testing.T) {
 	e := harness.Shared(t)
-	class := e.Class(t, harness.PodNetworkKind)
-	bridge, pn := "e2e"+harness.Unique(6), "e2e-gc-"+harness.Unique(6)
-	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)
-	ns := testbed.Namespace(t, e.Kube)
-	e.WaitDevice(t, class, "", pn, true)
-	e.ClaimTemplate(t, ns, "net", class, "", pn, nil)
-	runPods(t, e, harness.Pod(ns, "known", "net"))
-	known := attached(t, e, ns, "known", "net", "net1")
+	n := e.BridgeNet(t, "e2e-gc", "net")
+	ns, pn, bridge := n.Namespace, n.PodNetwork, n.Bridge
+	e.RunPods(t, harness.Pod(ns, "known", "net"))
+	known := e.Attached(t, ns, "known", "net", "net1")
 
 	var conf []byte
 	claims, err := e.Checkpoint()
@@ -218,7 +206,7 @@ func TestStartupGCRemovesUnknownAttachments(t *testing.T) {
 	}
 	restart(t, e)
 	waitReservations(t, pn, bridge, 1, strayAddr)
-	if got := attached(t, e, ns, "known", "net", "net1"); addrOf(t, got) != addrOf(t, known) {
+	if got := e.Attached(t, ns, "known", "net", "net1"); harness.Addr(t, got) != harness.Addr(t, known) {
 		t.Fatalf("the recorded attachment changed: %v → %v", known.NetworkData, got.NetworkData)
 	}
 }

@@ -77,22 +77,7 @@ func Main(m *testing.M) {
 // elected on the Lease the product uses).
 func Shared(t testing.TB) *Env {
 	t.Helper()
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedErr != nil {
-		// A failed set-up keeps what it took (the node lock) until TestMain
-		// ends; setting up again would wait on our own lock.
-		t.Fatalf("set up netclass on the test bed (failed for an earlier test): %v", sharedErr)
-	}
-	if shared != nil {
-		if shared.DRA.PID() == 0 {
-			if err := shared.DRA.Start(time.Minute); err != nil {
-				t.Fatalf("restart netclass-dra: %v", err)
-			}
-		}
-		return shared
-	}
-	return setUpShared(t, true)
+	return environment(t, true)
 }
 
 // Bare returns the environment of a package that runs netclass itself
@@ -101,15 +86,32 @@ func Shared(t testing.TB) *Env {
 // controller (Env.DRA is nil).
 func Bare(t testing.TB) *Env {
 	t.Helper()
+	return environment(t, false)
+}
+
+// environment returns the package's environment, with netclass (Shared) or
+// without (Bare), setting it up at first use. A package uses one of the two.
+func environment(t testing.TB, withNetclass bool) *Env {
+	t.Helper()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if sharedErr != nil {
+		// A failed set-up keeps what it took (the node lock) until TestMain
+		// ends; setting up again would wait on our own lock.
 		t.Fatalf("set up the test bed (failed for an earlier test): %v", sharedErr)
 	}
-	if shared != nil {
-		return shared
+	if shared == nil {
+		return setUpShared(t, withNetclass)
 	}
-	return setUpShared(t, false)
+	if (shared.DRA != nil) != withNetclass {
+		t.Fatalf("harness: a test package uses either Shared or Bare, not both")
+	}
+	if withNetclass && shared.DRA.PID() == 0 {
+		if err := shared.DRA.Start(time.Minute); err != nil {
+			t.Fatalf("restart netclass-dra: %v", err)
+		}
+	}
+	return shared
 }
 
 // setUpShared sets the package's environment up, with netclass (the daemon

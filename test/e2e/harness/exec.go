@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -68,4 +72,45 @@ func (e *Env) Ping(t testing.TB, ns, pod, ifname, addr string) {
 	if err != nil {
 		t.Fatalf("ping %s from %s/%s over %s: %v\n%s%s", addr, ns, pod, ifname, err, out, stderr)
 	}
+}
+
+// Attached checks one pod's claim: its netclass.dev status entry is Ready
+// and its networkData names ifname and is what `ip` shows inside the pod.
+func (e *Env) Attached(t testing.TB, ns, pod, podClaim, ifname string) resourceapi.AllocatedDeviceStatus {
+	t.Helper()
+	claim := e.ClaimOfPod(t, ns, pod, podClaim)
+	_, entry := e.WaitClaimStatus(t, ns, claim.Name, func(d resourceapi.AllocatedDeviceStatus) bool {
+		c := ReadyCondition(d)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	nd := entry.NetworkData
+	if nd == nil || nd.InterfaceName != ifname {
+		e.Failf(t, "claim %s/%s: networkData %+v, want interface %s", ns, claim.Name, nd, ifname)
+	}
+	ifc := e.MustIface(t, ns, pod, ifname)
+	if nd.HardwareAddress != ifc.MAC || !slices.Equal(nd.IPs, ifc.CIDRs) {
+		t.Fatalf("claim %s/%s says %s has %s %v; inside pod %s it has %s %v",
+			ns, claim.Name, ifname, nd.HardwareAddress, nd.IPs, pod, ifc.MAC, ifc.CIDRs)
+	}
+	return entry
+}
+
+// Addr is the first address of a status entry's networkData, without its prefix length.
+func Addr(t testing.TB, d resourceapi.AllocatedDeviceStatus) string {
+	t.Helper()
+	if d.NetworkData == nil || len(d.NetworkData.IPs) == 0 {
+		t.Fatalf("no address in %+v", d)
+	}
+	ip, _, _ := strings.Cut(d.NetworkData.IPs[0], "/")
+	return ip
+}
+
+// Failf fails the test, with the end of the host-run daemon's log when
+// there is one.
+func (e *Env) Failf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if e.DRA != nil {
+		e.DRA.Failf(t, format, args...)
+	}
+	t.Fatalf(format, args...)
 }

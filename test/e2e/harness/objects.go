@@ -321,6 +321,26 @@ func Request(name, deviceClass, namespace, network string, cfg *attachment.Confi
 			Driver: attachment.DriverName, Parameters: runtime.RawExtension{Raw: raw}}}}}
 }
 
+// BridgeNet is where most attachment tests start: a netclass-bridge
+// PodNetwork in a NetworkClass (and DeviceClass) of its own, published on
+// the node, and a throwaway namespace with a ResourceClaimTemplate on it.
+type BridgeNet struct {
+	Class, Bridge, PodNetwork, Namespace string
+}
+
+// BridgeNet creates a BridgeNet whose PodNetwork is named prefix-<random>
+// and whose claim template is named template; all of it goes when the
+// test ends.
+func (e *Env) BridgeNet(t testing.TB, prefix, template string) BridgeNet {
+	t.Helper()
+	n := BridgeNet{Class: e.Class(t, PodNetworkKind), Bridge: "e2e" + Unique(6), PodNetwork: prefix + "-" + Unique(6)}
+	e.PodNetwork(t, n.PodNetwork, BridgeParams(n.Bridge, RandomSubnet()), nil, n.Bridge)
+	n.Namespace = testbed.Namespace(t, e.Kube)
+	e.WaitDevice(t, n.Class, "", n.PodNetwork, true)
+	e.ClaimTemplate(t, n.Namespace, template, n.Class, "", n.PodNetwork, nil)
+	return n
+}
+
 // ClaimTemplate creates a ResourceClaimTemplate with one request on a network.
 func (e *Env) ClaimTemplate(t testing.TB, ns, name, deviceClass, netNamespace, network string, cfg *attachment.Config) {
 	t.Helper()
@@ -347,6 +367,20 @@ func (e *Env) CreatePod(t testing.TB, p *corev1.Pod) {
 	t.Helper()
 	if _, err := e.Kube.CoreV1().Pods(p.Namespace).Create(testbed.Context(t, time.Minute), p, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+}
+
+// PodTimeout bounds how long a pod takes to run.
+const PodTimeout = 2 * time.Minute
+
+// RunPods creates the pods, then waits until each runs.
+func (e *Env) RunPods(t testing.TB, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		e.CreatePod(t, p)
+	}
+	for _, p := range pods {
+		testbed.WaitForPodRunning(t, e.Kube, p.Namespace, p.Name, PodTimeout)
 	}
 }
 
