@@ -13,8 +13,8 @@ import (
 
 // healthHandler answers the kubelet's probes: /healthz while the daemon
 // serves, /readyz once ready is closed (registered with the kubelet and
-// connected to NRI), so a DaemonSet rollout waits for a node's daemon to
-// serve before it moves on.
+// first connected to NRI; it stays ready across NRI reconnections), so a
+// DaemonSet rollout waits for a node's daemon to serve before it moves on.
 func healthHandler(ready <-chan struct{}) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
