@@ -37,6 +37,16 @@ func icmpFrom(src string, dscp uint8) func(traffic.Packet) bool {
 	return func(p traffic.Packet) bool { return p.Src == a && p.Proto == 1 && p.DSCP == dscp }
 }
 
+// pingSeen pings dst from the pod over net1 and fails unless the sniffer
+// at dst saw three of those pings from src carrying dscp (0: unmarked).
+func pingSeen(t *testing.T, e *harness.Env, ns, pod, dst string, at *traffic.Sniffer, src string, dscp uint8, what string) {
+	t.Helper()
+	e.Ping(t, ns, pod, "net1", dst)
+	if got := at.WaitFor(icmpFrom(src, dscp), 3, 5*time.Second); len(got) < 3 {
+		t.Fatalf("%s: %d ICMP packets from %s with DSCP %d seen at %s; all it saw: %+v", what, len(got), src, dscp, dst, at.Packets())
+	}
+}
+
 func getPod(t *testing.T, e *harness.Env, ns, name string) *corev1.Pod {
 	t.Helper()
 	p, err := e.Kube.CoreV1().Pods(ns).Get(testbed.Context(t, time.Minute), name, metav1.GetOptions{})
@@ -86,18 +96,9 @@ func TestQoSMarksDSCP(t *testing.T) {
 	atPeer := sniffPod(t, e, getPod(t, e, ns, "peer"), "net1")
 	atEF := sniffPod(t, e, getPod(t, e, ns, "ef"), "net1")
 
-	e.Ping(t, ns, "ef", "net1", peerAddr)
-	if got := atPeer.WaitFor(icmpFrom(efAddr, 46), 3, 5*time.Second); len(got) < 3 {
-		t.Fatalf("the peer saw %d ICMP packets from %s marked EF (46); all it saw: %+v", len(got), efAddr, atPeer.Packets())
-	}
-	e.Ping(t, ns, "af21", "net1", peerAddr)
-	if got := atPeer.WaitFor(icmpFrom(af21Addr, 18), 3, 5*time.Second); len(got) < 3 {
-		t.Fatalf("the peer saw %d ICMP packets from %s marked AF21 (18) by the NetworkQoS; all it saw: %+v", len(got), af21Addr, atPeer.Packets())
-	}
-	e.Ping(t, ns, "peer", "net1", efAddr)
-	if got := atEF.WaitFor(icmpFrom(peerAddr, 0), 3, 5*time.Second); len(got) < 3 {
-		t.Fatalf("the EF pod saw %d unmarked ICMP packets from the peer %s; all it saw: %+v", len(got), peerAddr, atEF.Packets())
-	}
+	pingSeen(t, e, ns, "ef", peerAddr, atPeer, efAddr, 46, "the claim's qos (EF) seen by the peer")
+	pingSeen(t, e, ns, "af21", peerAddr, atPeer, af21Addr, 18, "the NetworkQoS ipBlock rule's AF21 seen by the peer")
+	pingSeen(t, e, ns, "peer", efAddr, atEF, peerAddr, 0, "the peer's traffic stays unmarked")
 
 	// A destination given by pod selector: resolved, when the pod is
 	// prepared, to the addresses the selected pods have on the network.
@@ -117,12 +118,6 @@ func TestQoSMarksDSCP(t *testing.T) {
 	cs5.Labels = map[string]string{"class": "cs5"}
 	e.RunPods(t, cs5)
 	cs5Addr := harness.Addr(t, e.Attached(t, ns, "cs5", "plain", "net1"))
-	e.Ping(t, ns, "cs5", "net1", peerAddr)
-	if got := atPeer.WaitFor(icmpFrom(cs5Addr, 40), 3, 5*time.Second); len(got) < 3 {
-		t.Fatalf("the peer saw %d ICMP packets from %s marked CS5 (40) by the pod-selector rule; all it saw: %+v", len(got), cs5Addr, atPeer.Packets())
-	}
-	e.Ping(t, ns, "cs5", "net1", efAddr)
-	if got := atEF.WaitFor(icmpFrom(cs5Addr, 0), 3, 5*time.Second); len(got) < 3 {
-		t.Fatalf("the EF pod, not selected by the rule, saw %d unmarked ICMP packets from %s; all it saw: %+v", len(got), cs5Addr, atEF.Packets())
-	}
+	pingSeen(t, e, ns, "cs5", peerAddr, atPeer, cs5Addr, 40, "the pod-selector rule's CS5 seen by the peer")
+	pingSeen(t, e, ns, "cs5", efAddr, atEF, cs5Addr, 0, "traffic to a pod the rule does not select stays unmarked")
 }
