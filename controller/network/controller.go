@@ -1,8 +1,9 @@
 // Package network reconciles namespaced Networks: it renders each into a netclass-vlan or
 // netclass-vxlan plugin config from its ClusterNetwork's options plus its own segment, ipam,
-// qos and mtu, validates it with conf/netconf, and publishes it in status.config with a
-// Ready condition. Node-specific options (master, local, and the VXLAN remotes the
-// ClusterNetwork controller fills in) live in each node's NodeNetwork.
+// qos and mtu (conf/netspec: the tenant IPAM policy, one owner per segment across every
+// ClusterNetwork, Network and PodNetwork), and publishes it in status.config with a Ready
+// condition. status.config is for humans: each node renders what it runs itself, from the
+// same specs and its own NodeNetwork.
 package network
 
 import (
@@ -12,14 +13,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
+	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
@@ -36,16 +41,18 @@ type Controller struct {
 	networks        nclisters.NetworkLister
 	byCluster       cache.Indexer
 	clusterNetworks nclisters.ClusterNetworkLister
+	podNetworks     mnlisters.PodNetworkLister
 	recorder        record.EventRecorder
 	queue           *worker.Queue
 	synced          []cache.InformerSynced
 }
 
-// New wires the controller to the Network and ClusterNetwork informers; the factory must be
-// started by the caller.
+// New wires the controller to the Network, ClusterNetwork and PodNetwork informers; the
+// factory must be started by the caller.
 func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
 	netInf := nc.Netclass().V1alpha1().Networks()
 	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
+	pnInf := nc.Multinetwork().V1().PodNetworks()
 	if err := netInf.Informer().AddIndexers(cache.Indexers{byClusterNetwork: indexNetwork}); err != nil {
 		return nil, fmt.Errorf("network controller: add network index: %w", err)
 	}
@@ -54,6 +61,7 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 		networks:        netInf.Lister(),
 		byCluster:       netInf.Informer().GetIndexer(),
 		clusterNetworks: cnInf.Lister(),
+		podNetworks:     pnInf.Lister(),
 		recorder:        recorder,
 	}
 	c.queue = worker.New(Name, c.Reconcile)
@@ -61,9 +69,10 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 		inf     cache.SharedIndexInformer
 		handler cache.ResourceEventHandler
 	}{
-		// A Network changing or going may settle a segment conflict of its siblings.
+		// A network object changing or going may settle a segment conflict of others.
 		{netInf.Informer(), worker.MapHandler(c.siblingKeys, c.queue)},
 		{cnInf.Informer(), worker.MapHandler(c.clusterKeys, c.queue)},
+		{pnInf.Informer(), worker.MapHandler(c.podNetworkKeys, c.queue)},
 	} {
 		reg, err := h.inf.AddEventHandler(h.handler)
 		if err != nil {
@@ -95,7 +104,51 @@ func (c *Controller) siblingKeys(obj any) []string {
 	if !ok {
 		return nil
 	}
-	return append(c.keysOf(n.Spec.ClusterNetworkName), n.Namespace+"/"+n.Name)
+	cn, _ := c.clusterNetworks.Get(n.Spec.ClusterNetworkName)
+	keys := append(c.keysOf(n.Spec.ClusterNetworkName), n.Namespace+"/"+n.Name)
+	return append(keys, c.overlapping(netspec.NetworkHolder(n, cn).Segment)...)
+}
+
+func (c *Controller) podNetworkKeys(obj any) []string {
+	if pn, ok := obj.(*multinetworkv1.PodNetwork); ok {
+		return c.overlapping(netspec.PodNetworkHolder(pn).Segment)
+	}
+	return nil
+}
+
+// overlapping returns the keys of the Networks whose segment overlaps seg.
+func (c *Controller) overlapping(seg netspec.Segment) []string {
+	if seg.Kind == "" {
+		return nil
+	}
+	holders, err := c.holders()
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, h := range holders {
+		if h.Kind == "Network" && h.Segment.Overlaps(seg) {
+			keys = append(keys, h.Namespace+"/"+h.Name)
+		}
+	}
+	return keys
+}
+
+// holders lists every object that may hold a segment.
+func (c *Controller) holders() ([]netspec.Holder, error) {
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list podnetworks: %w", err)
+	}
+	nets, err := c.networks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	cns, err := c.clusterNetworks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list clusternetworks: %w", err)
+	}
+	return netspec.Holders(pns, nets, cns), nil
 }
 
 func (c *Controller) clusterKeys(obj any) []string {
@@ -138,25 +191,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if apierrors.IsNotFound(err) {
 		cn = nil
 	}
-	others, err := c.siblings(net.Spec.ClusterNetworkName)
+	holders, err := c.holders()
 	if err != nil {
 		return worker.Result{}, err
 	}
-	return worker.Result{}, c.updateStatus(ctx, net, Evaluate(net, cn, others))
-}
-
-func (c *Controller) siblings(cn string) ([]*netclassv1alpha1.Network, error) {
-	objs, err := c.byCluster.ByIndex(byClusterNetwork, cn)
-	if err != nil {
-		return nil, fmt.Errorf("networks of clusternetwork %s: %w", cn, err)
-	}
-	out := make([]*netclassv1alpha1.Network, 0, len(objs))
-	for _, o := range objs {
-		if n, ok := o.(*netclassv1alpha1.Network); ok {
-			out = append(out, n)
-		}
-	}
-	return out, nil
+	return worker.Result{}, c.updateStatus(ctx, net, Evaluate(net, cn, holders))
 }
 
 func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Network, o Outcome) error {

@@ -1,7 +1,6 @@
 package network_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/internal/harness"
 	"github.com/netclass-dev/netclass/controller/network"
@@ -54,36 +55,27 @@ func net(name, cn string, vlan, vni *int32) *netclassv1alpha1.Network {
 	}
 }
 
-func TestRender(t *testing.T) {
-	red := net("red", "trunk", i32(100), nil)
-	red.Spec.QoS = &netclassv1alpha1.InterfaceQoS{DSCP: i32(46)}
-	red.Spec.MTU = i32(1400)
-	cfg, err := network.Render(red, vlanCN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.Marshal(cfg)
-	want := `{"ipam":{"type":"dhcp"},"master":"eth1","mtu":1400,"qos":{"dscp":46,"egressBurst":10000,"egressRate":1000000},"type":"netclass-vlan","vlanId":100}`
-	if string(got) != want {
-		t.Errorf("vlan config\n got %s\nwant %s", got, want)
-	}
+func vxlanCN2() *netclassv1alpha1.ClusterNetwork {
+	cn := vxlanCN()
+	cn.Name = "overlay2"
+	return cn
+}
 
-	blue := net("blue", "overlay", nil, i32(5001))
-	blue.Spec.IPAM = raw(`{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/24"}]]}`)
-	cfg, err = network.Render(blue, vxlanCN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ = json.Marshal(cfg)
-	want = `{"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"},"port":4789,"remotes":["192.0.2.11","192.0.2.12"],"type":"netclass-vxlan","vni":5001}`
-	if string(got) != want {
-		t.Errorf("vxlan config\n got %s\nwant %s", got, want)
-	}
+func withIPAM(n *netclassv1alpha1.Network, ipam string) *netclassv1alpha1.Network {
+	n.Spec.IPAM = raw(ipam)
+	return n
 }
 
 func TestEvaluate(t *testing.T) {
 	older := net("first", "trunk", i32(100), nil)
 	older.CreationTimestamp = metav1.NewTime(time.Unix(10, 0))
+	olderVXLAN := net("first", "overlay", nil, i32(5001))
+	olderVXLAN.CreationTimestamp = metav1.NewTime(time.Unix(10, 0))
+	olderPN := &multinetworkv1.PodNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "pn-5001", CreationTimestamp: metav1.NewTime(time.Unix(10, 0))},
+		Spec: multinetworkv1.PodNetworkSpec{Enabled: true, Provider: "netclass.dev",
+			Parameters: runtime.RawExtension{Raw: []byte(`{"type":"netclass-vxlan","vni":5001,"master":"eth1"}`)}},
+	}
 	badMTU := vlanCN()
 	badMTU.Spec.DefaultOptions.VLAN.MTU = i32(10)
 	notReady := vlanCN()
@@ -93,6 +85,7 @@ func TestEvaluate(t *testing.T) {
 		net    *netclassv1alpha1.Network
 		cn     *netclassv1alpha1.ClusterNetwork
 		others []*netclassv1alpha1.Network
+		pns    []*multinetworkv1.PodNetwork
 		status metav1.ConditionStatus
 		reason string
 		msgHas string
@@ -103,12 +96,20 @@ func TestEvaluate(t *testing.T) {
 		{name: "vni on vlan", net: net("red", "trunk", nil, i32(7)), cn: vlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vlanId"},
 		{name: "vlanId on vxlan", net: net("red", "overlay", i32(7), nil), cn: vxlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vni"},
 		{name: "segment taken", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), others: []*netclassv1alpha1.Network{older}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "tenant/first"},
+		{name: "segment taken under another cluster network", net: net("blue", "overlay2", nil, i32(5001)), cn: vxlanCN2(),
+			others: []*netclassv1alpha1.Network{olderVXLAN}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "VNI 5001 is already used by Network tenant/first"},
+		{name: "segment taken by a podnetwork", net: net("blue", "overlay", nil, i32(5001)), cn: vxlanCN(),
+			pns: []*multinetworkv1.PodNetwork{olderPN}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "PodNetwork pn-5001"},
+		{name: "tenant ipam dataDir refused", net: withIPAM(net("red", "trunk", i32(100), nil), `{"type":"dhcp","daemonSocketPath":"/tmp/x"}`), cn: vlanCN(),
+			status: metav1.ConditionFalse, reason: "InvalidConfig", msgHas: "spec.ipam.daemonSocketPath"},
 		{name: "older one keeps it", net: older, cn: vlanCN(), others: []*netclassv1alpha1.Network{net("red", "trunk", i32(100), nil)}, status: metav1.ConditionTrue, reason: "Ready", config: true},
 		{name: "invalid config", net: net("red", "trunk", i32(100), nil), cn: badMTU, status: metav1.ConditionFalse, reason: "InvalidConfig", msgHas: "mtu"},
 		{name: "cluster network not ready", net: net("red", "trunk", i32(100), nil), cn: notReady, status: metav1.ConditionFalse, reason: "ClusterNetworkNotReady", config: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := network.Evaluate(tc.net, tc.cn, tc.others)
+			all := append(append([]*netclassv1alpha1.Network{}, tc.others...), tc.net)
+			cns := []*netclassv1alpha1.ClusterNetwork{vlanCN(), vxlanCN(), vxlanCN2()}
+			o := network.Evaluate(tc.net, tc.cn, netspec.Holders(tc.pns, all, cns))
 			if o.Ready.Status != tc.status || o.Ready.Reason != tc.reason || !strings.Contains(o.Ready.Message, tc.msgHas) {
 				t.Errorf("got %s/%s %q, want %s/%s containing %q", o.Ready.Status, o.Ready.Reason, o.Ready.Message, tc.status, tc.reason, tc.msgHas)
 			}

@@ -7,7 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
 )
 
@@ -16,8 +18,9 @@ const CNIVersion = "1.1.0"
 
 // ReadyCondition computes the Ready condition of a netclass.dev PodNetwork: disabled wins,
 // then invalid parameters (the message is the validation error, naming every bad field),
-// then any other False condition a provider set (ConditionsNotReady), else Ready.
-func ReadyCondition(pn *multinetworkv1.PodNetwork) metav1.Condition {
+// then a segment an older network object holds (SegmentConflict, netspec.Owner over
+// holders), then any other False condition a provider set (ConditionsNotReady), else Ready.
+func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) metav1.Condition {
 	if !pn.Spec.Enabled {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
 			multinetworkv1.PodNetworkReasonAdministrativelyDisabled, "spec.enabled is false")
@@ -25,6 +28,11 @@ func ReadyCondition(pn *multinetworkv1.PodNetwork) metav1.Condition {
 	if err := ValidateParameters(pn); err != nil {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
 			multinetworkv1.PodNetworkReasonInvalidParameters, err.Error())
+	}
+	self := netspec.PodNetworkHolder(pn)
+	if owner := netspec.Owner(self, holders); owner != nil {
+		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
+			netclassv1alpha1.ReasonSegmentConflict, netspec.ConflictMessage(self, *owner))
 	}
 	if bad := falseConditions(pn.Status.Conditions); len(bad) > 0 {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,

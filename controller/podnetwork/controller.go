@@ -24,8 +24,10 @@ import (
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
+	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
@@ -48,6 +50,8 @@ const (
 type Controller struct {
 	client      ncclient.Interface
 	podNetworks mnlisters.PodNetworkLister
+	networks    nclisters.NetworkLister
+	clusterNets nclisters.ClusterNetworkLister
 	claims      resourcelisters.ResourceClaimLister
 	slices      resourcelisters.ResourceSliceLister
 	recorder    record.EventRecorder
@@ -59,11 +63,15 @@ type Controller struct {
 // ResourceSlices); the factories must be started by the caller.
 func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
 	pnInf := nc.Multinetwork().V1().PodNetworks()
+	netInf := nc.Netclass().V1alpha1().Networks()
+	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
 	claimInf := kube.Resource().V1().ResourceClaims()
 	sliceInf := kube.Resource().V1().ResourceSlices()
 	c := &Controller{
 		client:      client,
 		podNetworks: pnInf.Lister(),
+		networks:    netInf.Lister(),
+		clusterNets: cnInf.Lister(),
 		claims:      claimInf.Lister(),
 		slices:      sliceInf.Lister(),
 		recorder:    recorder,
@@ -73,7 +81,9 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		inf     cache.SharedIndexInformer
 		handler cache.ResourceEventHandler
 	}{
-		{pnInf.Informer(), c.queue.Handler()},
+		// A network object changing or going may settle a segment conflict of others.
+		{pnInf.Informer(), worker.MapHandler(c.podNetworkKeys, c.queue)},
+		{netInf.Informer(), worker.MapHandler(c.networkKeys, c.queue)},
 		{claimInf.Informer(), worker.MapHandler(c.claimKeys, c.queue)},
 		{sliceInf.Informer(), worker.MapHandler(c.sliceKeys, c.queue)},
 	} {
@@ -117,6 +127,58 @@ func (c *Controller) claimKeys(obj any) []string {
 		}
 	}
 	return keys
+}
+
+func (c *Controller) podNetworkKeys(obj any) []string {
+	pn, ok := obj.(*multinetworkv1.PodNetwork)
+	if !ok {
+		return nil
+	}
+	return append(c.overlapping(netspec.PodNetworkHolder(pn).Segment), pn.Name)
+}
+
+func (c *Controller) networkKeys(obj any) []string {
+	n, ok := obj.(*netclassv1alpha1.Network)
+	if !ok {
+		return nil
+	}
+	cn, _ := c.clusterNets.Get(n.Spec.ClusterNetworkName)
+	return c.overlapping(netspec.NetworkHolder(n, cn).Segment)
+}
+
+// overlapping returns the names of the PodNetworks whose segment overlaps seg.
+func (c *Controller) overlapping(seg netspec.Segment) []string {
+	if seg.Kind == "" {
+		return nil
+	}
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, pn := range pns {
+		if pn.Spec.Provider == netclassv1alpha1.Provider && netspec.PodNetworkHolder(pn).Segment.Overlaps(seg) {
+			keys = append(keys, pn.Name)
+		}
+	}
+	return keys
+}
+
+// holders lists every object that may hold a segment.
+func (c *Controller) holders() ([]netspec.Holder, error) {
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list podnetworks: %w", err)
+	}
+	nets, err := c.networks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	cns, err := c.clusterNets.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list clusternetworks: %w", err)
+	}
+	return netspec.Holders(pns, nets, cns), nil
 }
 
 // sliceKeys: the PodNetworks the slice's netclass.dev devices name.
@@ -171,7 +233,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 			return worker.Result{}, err
 		}
 	}
-	if pn, err = c.updateStatus(ctx, pn, users, deleting); err != nil {
+	holders, err := c.holders()
+	if err != nil {
+		return worker.Result{}, err
+	}
+	if pn, err = c.updateStatus(ctx, pn, ReadyCondition(pn, holders), users, deleting); err != nil {
 		return worker.Result{}, err
 	}
 	if deleting && len(users) == 0 {
@@ -214,9 +280,8 @@ func (c *Controller) removeFinalizer(ctx context.Context, pn *multinetworkv1.Pod
 }
 
 // updateStatus writes Ready and InUse when they differ, then emits an event per transition.
-func (c *Controller) updateStatus(ctx context.Context, pn *multinetworkv1.PodNetwork, users []string, deleting bool) (*multinetworkv1.PodNetwork, error) {
+func (c *Controller) updateStatus(ctx context.Context, pn *multinetworkv1.PodNetwork, ready metav1.Condition, users []string, deleting bool) (*multinetworkv1.PodNetwork, error) {
 	upd := pn.DeepCopy()
-	ready := ReadyCondition(pn)
 	inUse := InUseCondition(users, deleting)
 	readyChange := condition.Set(&upd.Status.Conditions, ready, pn.Generation)
 	inUseChange := condition.Set(&upd.Status.Conditions, inUse, pn.Generation)

@@ -3,18 +3,20 @@ package podnetwork_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/podnetwork"
 )
 
 func pn(name string, enabled bool, params string, conds ...metav1.Condition) *multinetworkv1.PodNetwork {
 	p := &multinetworkv1.PodNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3, CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))},
 		Spec:       multinetworkv1.PodNetworkSpec{Enabled: enabled, Provider: "netclass.dev"},
 		Status:     multinetworkv1.PodNetworkStatus{Conditions: conds},
 	}
@@ -26,10 +28,16 @@ func pn(name string, enabled bool, params string, conds ...metav1.Condition) *mu
 
 const bridgeParams = `{"type":"netclass-bridge","bridge":"blue0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`
 
+func older(p *multinetworkv1.PodNetwork) *multinetworkv1.PodNetwork {
+	p.CreationTimestamp = metav1.NewTime(time.Unix(10, 0))
+	return p
+}
+
 func TestReadyCondition(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		pn     *multinetworkv1.PodNetwork
+		others []*multinetworkv1.PodNetwork
 		status metav1.ConditionStatus
 		reason string
 		msgHas []string
@@ -49,13 +57,22 @@ func TestReadyCondition(t *testing.T) {
 			status: metav1.ConditionFalse, reason: "ConditionsNotReady", msgHas: []string{"VendorCheck"},
 		},
 		{
+			name: "bridge already held by an older podnetwork", pn: pn("blue", true, bridgeParams),
+			others: []*multinetworkv1.PodNetwork{older(pn("azure", true, bridgeParams))},
+			status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: []string{"bridge blue0 is already used by PodNetwork azure"},
+		},
+		{
+			name: "the older one keeps it", pn: older(pn("azure", true, bridgeParams)),
+			others: []*multinetworkv1.PodNetwork{pn("blue", true, bridgeParams)}, status: metav1.ConditionTrue, reason: "Ready",
+		},
+		{
 			name:   "InUse False does not count",
 			pn:     pn("blue", true, bridgeParams, metav1.Condition{Type: "InUse", Status: metav1.ConditionFalse}),
 			status: metav1.ConditionTrue, reason: "Ready",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := podnetwork.ReadyCondition(tc.pn)
+			c := podnetwork.ReadyCondition(tc.pn, netspec.Holders(append(tc.others, tc.pn), nil, nil))
 			if c.Type != "Ready" || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("got %s=%s/%s (%s), want %s/%s", c.Type, c.Status, c.Reason, c.Message, tc.status, tc.reason)
 			}

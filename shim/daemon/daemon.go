@@ -137,7 +137,8 @@ func (d *Daemon) informers() {
 	mn, ncv := d.factory.Multinetwork().V1(), d.factory.Netclass().V1alpha1()
 	objs := network.Listers{
 		Classes: mn.NetworkClasses().Lister(), PodNets: mn.PodNetworks().Lister(),
-		Nets: ncv.Networks().Lister(), NodeNets: d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister(),
+		Nets: ncv.Networks().Lister(), ClusterNets: ncv.ClusterNetworks().Lister(),
+		NodeNets: d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister(),
 	}
 	mode := publish.Shared
 	if d.cfg.NoSharedDevices {
@@ -152,7 +153,7 @@ func (d *Daemon) informers() {
 	}
 	for _, inf := range []cache.SharedIndexInformer{
 		mn.NetworkClasses().Informer(), mn.PodNetworks().Informer(), ncv.Networks().Informer(),
-		d.nodeFac.Netclass().V1alpha1().NodeNetworks().Informer(),
+		ncv.ClusterNetworks().Informer(), d.nodeFac.Netclass().V1alpha1().NodeNetworks().Informer(),
 	} {
 		inf.AddEventHandler(trigger)
 	}

@@ -14,10 +14,11 @@ import (
 // Listers reads the objects from informer caches. NodeNetworks must come
 // from an informer restricted to this node (field selector spec.nodeName).
 type Listers struct {
-	Classes  mnlisters.NetworkClassLister
-	PodNets  mnlisters.PodNetworkLister
-	Nets     nclisters.NetworkLister
-	NodeNets nclisters.NodeNetworkLister
+	Classes     mnlisters.NetworkClassLister
+	PodNets     mnlisters.PodNetworkLister
+	Nets        nclisters.NetworkLister
+	ClusterNets nclisters.ClusterNetworkLister
+	NodeNets    nclisters.NodeNetworkLister
 }
 
 // NetworkClasses lists every NetworkClass.
@@ -32,6 +33,11 @@ func (l Listers) PodNetworks() ([]*mnv1.PodNetwork, error) {
 
 // Networks lists every Network of every namespace.
 func (l Listers) Networks() ([]*ncv1.Network, error) { return l.Nets.List(labels.Everything()) }
+
+// ClusterNetworks lists every ClusterNetwork.
+func (l Listers) ClusterNetworks() ([]*ncv1.ClusterNetwork, error) {
+	return l.ClusterNets.List(labels.Everything())
+}
 
 // NodeNetworks lists this node's NodeNetworks.
 func (l Listers) NodeNetworks() ([]*ncv1.NodeNetwork, error) {

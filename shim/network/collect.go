@@ -7,6 +7,7 @@ import (
 
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 )
 
 // Objects reads the objects netclass publishes from (informer caches in the daemon).
@@ -14,6 +15,7 @@ type Objects interface {
 	NetworkClasses() ([]*mnv1.NetworkClass, error)
 	PodNetworks() ([]*mnv1.PodNetwork, error)
 	Networks() ([]*ncv1.Network, error)
+	ClusterNetworks() ([]*ncv1.ClusterNetwork, error)
 	// NodeNetworks returns the NodeNetworks of this node only.
 	NodeNetworks() ([]*ncv1.NodeNetwork, error)
 }
@@ -26,17 +28,28 @@ type Host interface {
 
 // Collect returns every network offered on this node, sorted by class,
 // namespace and name, and the objects that are not offered with the reason.
-// A network object is described once per NetworkClass naming its kind.
+// A network object is described once per NetworkClass naming its kind. The
+// node decides from the objects' specs alone what it offers and runs: a
+// Network's config is rendered here (conf/netspec), and an object whose
+// segment an older one holds is not offered, whatever any status says.
 func Collect(objs Objects, host Host) ([]Network, []Skip, error) {
 	classes, err := objs.NetworkClasses()
 	if err != nil {
 		return nil, nil, fmt.Errorf("list NetworkClasses: %w", err)
+	}
+	in, err := read(objs)
+	if err != nil {
+		return nil, nil, err
 	}
 	var nets []Network
 	var skips []Skip
 	add := func(n Network, s *Skip) {
 		if s != nil {
 			skips = append(skips, *s)
+			return
+		}
+		if owner := netspec.Owner(n.holder, in.holders); owner != nil {
+			skips = append(skips, Skip{Ref: n.Ref, Reason: ReasonSegmentConflict, Message: netspec.ConflictMessage(n.holder, *owner)})
 			return
 		}
 		if n.Master != "" && !host.HasLink(n.Master) {
@@ -50,13 +63,9 @@ func Collect(objs Objects, host Host) ([]Network, []Skip, error) {
 		gvk := c.Spec
 		switch {
 		case gvk.Group == PodNetworkGVK.Group && gvk.Version == PodNetworkGVK.Version && gvk.Kind == PodNetworkGVK.Kind:
-			if err := collectPodNetworks(objs, c.Name, add); err != nil {
-				return nil, nil, err
-			}
+			collectPodNetworks(in, c.Name, add)
 		case gvk.Group == NetworkGVK.Group && gvk.Version == NetworkGVK.Version && gvk.Kind == NetworkGVK.Kind:
-			if err := collectNetworks(objs, c.Name, add); err != nil {
-				return nil, nil, err
-			}
+			collectNetworks(in, c.Name, add)
 		}
 	}
 	slices.SortFunc(nets, func(a, b Network) int {
@@ -66,35 +75,55 @@ func Collect(objs Objects, host Host) ([]Network, []Skip, error) {
 	return nets, skips, nil
 }
 
-func collectPodNetworks(objs Objects, class string, add func(Network, *Skip)) error {
-	pns, err := objs.PodNetworks()
-	if err != nil {
-		return fmt.Errorf("list PodNetworks: %w", err)
+// objects is one consistent read of the caches.
+type objects struct {
+	podNets  []*mnv1.PodNetwork
+	nets     []*ncv1.Network
+	clusters map[string]*ncv1.ClusterNetwork
+	nodeNets map[string]*ncv1.NodeNetwork // by ClusterNetwork
+	holders  []netspec.Holder
+}
+
+func read(objs Objects) (objects, error) {
+	var in objects
+	var err error
+	if in.podNets, err = objs.PodNetworks(); err != nil {
+		return in, fmt.Errorf("list PodNetworks: %w", err)
 	}
-	for _, pn := range pns {
+	if in.nets, err = objs.Networks(); err != nil {
+		return in, fmt.Errorf("list Networks: %w", err)
+	}
+	cns, err := objs.ClusterNetworks()
+	if err != nil {
+		return in, fmt.Errorf("list ClusterNetworks: %w", err)
+	}
+	nodeNets, err := objs.NodeNetworks()
+	if err != nil {
+		return in, fmt.Errorf("list NodeNetworks: %w", err)
+	}
+	in.clusters = make(map[string]*ncv1.ClusterNetwork, len(cns))
+	for _, cn := range cns {
+		in.clusters[cn.Name] = cn
+	}
+	in.nodeNets = make(map[string]*ncv1.NodeNetwork, len(nodeNets))
+	for _, nn := range nodeNets {
+		in.nodeNets[nn.Spec.ClusterNetworkName] = nn
+	}
+	in.holders = netspec.Holders(in.podNets, in.nets, cns)
+	return in, nil
+}
+
+func collectPodNetworks(in objects, class string, add func(Network, *Skip)) {
+	for _, pn := range in.podNets {
 		if pn.Spec.Provider != "" && pn.Spec.Provider != ncv1.Provider {
 			continue // another implementation's network: not ours to mention
 		}
 		add(FromPodNetwork(class, pn))
 	}
-	return nil
 }
 
-func collectNetworks(objs Objects, class string, add func(Network, *Skip)) error {
-	ns, err := objs.Networks()
-	if err != nil {
-		return fmt.Errorf("list Networks: %w", err)
+func collectNetworks(in objects, class string, add func(Network, *Skip)) {
+	for _, n := range in.nets {
+		add(FromNetwork(class, n, in.clusters[n.Spec.ClusterNetworkName], in.nodeNets[n.Spec.ClusterNetworkName]))
 	}
-	nodeNets, err := objs.NodeNetworks()
-	if err != nil {
-		return fmt.Errorf("list NodeNetworks: %w", err)
-	}
-	byCluster := make(map[string]*ncv1.NodeNetwork, len(nodeNets))
-	for _, nn := range nodeNets {
-		byCluster[nn.Spec.ClusterNetworkName] = nn
-	}
-	for _, n := range ns {
-		add(FromNetwork(class, n, byCluster[n.Spec.ClusterNetworkName]))
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -40,6 +41,15 @@ type Network struct {
 	// DeviceID is the VF an SR-IOV network names itself ("" when it picks
 	// VFs of its master).
 	DeviceID string
+	// AllowStaticAddresses: claims may choose a static MAC or static IPs
+	// (the admin's ClusterNetwork spec.allowStaticAddresses, or the
+	// PodNetwork annotation ncv1.AnnotationAllowStaticAddresses).
+	AllowStaticAddresses bool
+	// StatusIgnored says why the object's status.config, which is not what
+	// this node runs, differs from what the node rendered ("" when equal).
+	StatusIgnored string
+
+	holder netspec.Holder
 }
 
 // Offer is what one published device stands for: a network, and for an
@@ -71,6 +81,8 @@ const (
 	ReasonNodeNetworkAbsent = "NodeNetworkNotFound"
 	ReasonNodeNotReady      = "NodeNetworkNotReady"
 	ReasonMasterNotFound    = ncv1.ReasonMasterNotFound
+	ReasonSegmentConflict   = ncv1.ReasonSegmentConflict
+	ReasonNoClusterNetwork  = ncv1.ReasonClusterNetworkNotFound
 )
 
 // mainParams is what netclass reads from a main-plugin configuration.
@@ -97,15 +109,26 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork) (Network, *Skip) {
 	if s := readiness(ref, pn.Status.Conditions, pn.Generation); s != nil {
 		return Network{}, s
 	}
-	return describe(ref, pn.Labels, pn.Spec.Parameters.Raw, "")
+	n, s := describe(ref, pn.Labels, pn.Spec.Parameters.Raw, "")
+	n.holder = netspec.PodNetworkHolder(pn)
+	n.AllowStaticAddresses = pn.Annotations[ncv1.AnnotationAllowStaticAddresses] == "true"
+	return n, s
 }
 
-// FromNetwork describes a Network of the class, given the NodeNetwork of its
-// ClusterNetwork on this node (nil when there is none), or says why it is not offered.
-func FromNetwork(class string, n *ncv1.Network, nodeNet *ncv1.NodeNetwork) (Network, *Skip) {
+// FromNetwork describes a Network of the class, given its ClusterNetwork and
+// the NodeNetwork of that ClusterNetwork on this node (nil when there is none),
+// or says why it is not offered. The config is rendered here from the specs
+// (conf/netspec: the tenant IPAM policy, this node's options and master); the
+// Network's status.config, which anyone allowed to write the status could
+// have set, is never run.
+func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet *ncv1.NodeNetwork) (Network, *Skip) {
 	ref := refOf(class, NetworkGVK.Group, NetworkGVK.Version, NetworkGVK.Kind, n.Namespace, n.Name)
 	if s := readiness(ref, n.Status.Conditions, n.Generation); s != nil {
 		return Network{}, s
+	}
+	if cn == nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonNoClusterNetwork,
+			Message: fmt.Sprintf("ClusterNetwork %s does not exist", n.Spec.ClusterNetworkName)}
 	}
 	if nodeNet == nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNodeNetworkAbsent,
@@ -115,10 +138,40 @@ func FromNetwork(class string, n *ncv1.Network, nodeNet *ncv1.NodeNetwork) (Netw
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNodeNotReady,
 			Message: fmt.Sprintf("NodeNetwork %s is not Ready%s", nodeNet.Name, conditionText(c))}
 	}
-	if n.Status.Config == nil || len(n.Status.Config.Raw) == 0 {
-		return Network{}, &Skip{Ref: ref, Reason: ReasonNotReady, Message: "status.config is not rendered yet"}
+	cfg, err := netspec.Network(n, cn, nodeNet)
+	if err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
 	}
-	return describe(ref, n.Labels, n.Status.Config.Raw, n.Spec.ClusterNetworkName)
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
+	}
+	out, s := describe(ref, n.Labels, raw, n.Spec.ClusterNetworkName)
+	out.holder = netspec.NetworkHolder(n, cn)
+	out.AllowStaticAddresses = cn.Spec.AllowStaticAddresses
+	out.StatusIgnored = statusDiffers(n, cn)
+	return out, s
+}
+
+// statusDiffers compares status.config with the cluster-wide rendering of the
+// specs (what the controller publishes) and says why it is ignored, or "".
+func statusDiffers(n *ncv1.Network, cn *ncv1.ClusterNetwork) string {
+	if n.Status.Config == nil || len(n.Status.Config.Raw) == 0 {
+		return ""
+	}
+	want, err := netspec.Network(n, cn, nil)
+	if err != nil {
+		return ""
+	}
+	var got map[string]any
+	if json.Unmarshal(n.Status.Config.Raw, &got) == nil {
+		w, _ := json.Marshal(want)
+		g, _ := json.Marshal(got)
+		if string(w) == string(g) {
+			return ""
+		}
+	}
+	return "status.config differs from what the specs render (stale, or written by someone else); the node runs its own rendering"
 }
 
 func refOf(class, group, version, kind, namespace, name string) attachment.NetworkRef {

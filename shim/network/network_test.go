@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,40 +95,54 @@ func network(ns, name, cluster string, config string) *ncv1.Network {
 	return n
 }
 
-func nodeNetwork(cluster string, status metav1.ConditionStatus) *ncv1.NodeNetwork {
-	return &ncv1.NodeNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster + ".node"},
-		Spec:       ncv1.NodeNetworkSpec{ClusterNetworkName: cluster, NodeName: "node"},
-		Status:     ncv1.NodeNetworkStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: status, Reason: "x"}}},
+func clusterNetwork(name string) *ncv1.ClusterNetwork {
+	return &ncv1.ClusterNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: ncv1.ClusterNetworkSpec{Type: ncv1.NetworkTypeVXLAN,
+			DefaultOptions: &ncv1.Options{VXLAN: &ncv1.VXLANOptions{Local: "10.250.0.1"}},
+			IPAM:           &runtime.RawExtension{Raw: []byte(`{"type":"host-local","ranges":[[{"subnet":"10.20.0.0/24"}]]}`)}},
 	}
 }
 
+func nodeNetwork(cluster string, status metav1.ConditionStatus) *ncv1.NodeNetwork {
+	return &ncv1.NodeNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster + ".node"},
+		Spec: ncv1.NodeNetworkSpec{ClusterNetworkName: cluster, NodeName: "node",
+			Options: ncv1.Options{VXLAN: &ncv1.VXLANOptions{Local: "10.250.0.1", Remotes: []ncv1.IPAddress{"10.250.0.2"}}}},
+		Status: ncv1.NodeNetworkStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: status, Reason: "x"}}},
+	}
+}
+
+// vxlanConfig is what the controller publishes for network("…", "overlay") under clusterNetwork("overlay").
 const vxlanConfig = `{"type":"netclass-vxlan","vni":100,"local":"10.250.0.1","ipam":{"type":"host-local","ranges":[[{"subnet":"10.20.0.0/24"}]]}}`
 
 func TestFromNetwork(t *testing.T) {
-	n, skip := FromNetwork("nets", network("tenant-a", "red", "overlay", vxlanConfig), nodeNetwork("overlay", metav1.ConditionTrue))
+	n, skip := FromNetwork("nets", network("tenant-a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue))
 	if skip != nil {
 		t.Fatalf("not offered: %v", skip)
 	}
-	if n.VNI != 100 || n.ClusterNetwork != "overlay" || n.Ref.Namespace != "tenant-a" || n.Type != "netclass-vxlan" {
+	if n.VNI != 100 || n.ClusterNetwork != "overlay" || n.Ref.Namespace != "tenant-a" || n.Type != "netclass-vxlan" || n.StatusIgnored != "" {
 		t.Fatalf("network = %+v", n)
 	}
-	if !strings.Contains(string(n.Config), `"name":"tenant-a_red"`) {
-		t.Fatalf("config not named after namespace and name: %s", n.Config)
+	if !strings.Contains(string(n.Config), `"name":"tenant-a_red"`) || !strings.Contains(string(n.Config), `"remotes":["10.250.0.2"]`) {
+		t.Fatalf("config not named after namespace and name, or without the node's remotes: %s", n.Config)
 	}
+	badIPAM := network("a", "red", "overlay", "")
+	badIPAM.Spec.IPAM = &runtime.RawExtension{Raw: []byte(`{"type":"host-local","dataDir":"/etc/kubernetes"}`)}
 	for _, tc := range []struct {
 		name   string
 		n      *ncv1.Network
+		cn     *ncv1.ClusterNetwork
 		nn     *ncv1.NodeNetwork
 		reason string
 	}{
-		{"no node network", network("a", "red", "overlay", vxlanConfig), nil, ReasonNodeNetworkAbsent},
-		{"node network not ready", network("a", "red", "overlay", vxlanConfig), nodeNetwork("overlay", metav1.ConditionFalse), ReasonNodeNotReady},
-		{"not rendered", network("a", "red", "overlay", ""), nodeNetwork("overlay", metav1.ConditionTrue), ReasonNotReady},
-		{"invalid rendering", network("a", "red", "overlay", `{"type":"netclass-vxlan"}`), nodeNetwork("overlay", metav1.ConditionTrue), ReasonInvalidConfig},
+		{"no cluster network", network("a", "red", "overlay", vxlanConfig), nil, nodeNetwork("overlay", metav1.ConditionTrue), ReasonNoClusterNetwork},
+		{"no node network", network("a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nil, ReasonNodeNetworkAbsent},
+		{"node network not ready", network("a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionFalse), ReasonNodeNotReady},
+		{"tenant ipam naming a directory", badIPAM, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), ReasonInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, skip := FromNetwork("nets", tc.n, tc.nn)
+			_, skip := FromNetwork("nets", tc.n, tc.cn, tc.nn)
 			if skip == nil || skip.Reason != tc.reason {
 				t.Fatalf("skip = %v, want %s", skip, tc.reason)
 			}
@@ -135,10 +150,28 @@ func TestFromNetwork(t *testing.T) {
 	}
 }
 
+// TestForgedStatusConfigIsNotRun: a VXLAN Network whose status names
+// netclass-bridge on cni0 (a tenant allowed to write status, or a stale
+// controller) is run as the specs say, and the node says why it ignored it.
+func TestForgedStatusConfigIsNotRun(t *testing.T) {
+	forged := network("tenant-a", "red", "overlay", `{"type":"netclass-bridge","bridge":"cni0","ipam":{"type":"host-local","dataDir":"/etc","ranges":[[{"subnet":"10.250.0.0/24"}]]}}`)
+	n, skip := FromNetwork("nets", forged, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue))
+	if skip != nil {
+		t.Fatalf("not offered: %v", skip)
+	}
+	if n.Type != "netclass-vxlan" || strings.Contains(string(n.Config), "cni0") || strings.Contains(string(n.Config), "dataDir") {
+		t.Fatalf("the node runs the forged status: %s", n.Config)
+	}
+	if !strings.Contains(n.StatusIgnored, "status.config differs") {
+		t.Errorf("StatusIgnored = %q", n.StatusIgnored)
+	}
+}
+
 type fakeObjects struct {
 	classes  []*mnv1.NetworkClass
 	pns      []*mnv1.PodNetwork
 	nets     []*ncv1.Network
+	cns      []*ncv1.ClusterNetwork
 	nodeNets []*ncv1.NodeNetwork
 }
 
@@ -146,6 +179,9 @@ func (f fakeObjects) NetworkClasses() ([]*mnv1.NetworkClass, error) { return f.c
 func (f fakeObjects) PodNetworks() ([]*mnv1.PodNetwork, error)      { return f.pns, nil }
 func (f fakeObjects) Networks() ([]*ncv1.Network, error)            { return f.nets, nil }
 func (f fakeObjects) NodeNetworks() ([]*ncv1.NodeNetwork, error)    { return f.nodeNets, nil }
+func (f fakeObjects) ClusterNetworks() ([]*ncv1.ClusterNetwork, error) {
+	return f.cns, nil
+}
 
 type links map[string]bool
 
@@ -171,6 +207,7 @@ func TestCollect(t *testing.T) {
 			podNetwork("off", bridgeParams, func(p *mnv1.PodNetwork) { p.Spec.Enabled = false }),
 		},
 		nets:     []*ncv1.Network{network("tenant-a", "red", "overlay", vxlanConfig)},
+		cns:      []*ncv1.ClusterNetwork{clusterNetwork("overlay")},
 		nodeNets: []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
 	}
 	nets, skips, err := Collect(objs, links{"eth0": true})
@@ -203,5 +240,51 @@ func TestCollect(t *testing.T) {
 	nets, _, _ = Collect(objs, links{"eth9": true})
 	if len(nets) != 5 {
 		t.Fatalf("with eth9 present %d networks are offered, want 5", len(nets))
+	}
+}
+
+// TestCollectSegmentOwner: whatever their status says, two network objects on
+// one segment are never both offered; the older one is.
+func TestCollectSegmentOwner(t *testing.T) {
+	old := func(p *mnv1.PodNetwork) { p.CreationTimestamp = metav1.NewTime(time.Unix(10, 0)) }
+	young := func(p *mnv1.PodNetwork) { p.CreationTimestamp = metav1.NewTime(time.Unix(20, 0)) }
+	red := network("tenant-a", "red", "overlay", vxlanConfig) // VNI 100
+	red.CreationTimestamp = metav1.NewTime(time.Unix(15, 0))
+	objs := fakeObjects{
+		classes: []*mnv1.NetworkClass{
+			class("netclass", "multinetwork.networking.k8s.io", "v1", "PodNetwork"),
+			class("nets", "netclass.dev", "v1alpha1", "Network"),
+		},
+		pns: []*mnv1.PodNetwork{
+			podNetwork("blue", bridgeParams, old),
+			podNetwork("blue-again", bridgeParams, young),
+			podNetwork("green", `{"type":"netclass-vxlan","vni":100,"master":"eth9"}`, young),
+		},
+		nets:     []*ncv1.Network{red},
+		cns:      []*ncv1.ClusterNetwork{clusterNetwork("overlay")},
+		nodeNets: []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
+	}
+	nets, skips, err := Collect(objs, links{"eth9": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range nets {
+		got = append(got, n.Ref.String())
+	}
+	if want := "PodNetwork blue,Network tenant-a/red"; strings.Join(got, ",") != want {
+		t.Fatalf("offered %v, want %s", got, want)
+	}
+	reasons := map[string]string{}
+	for _, s := range skips {
+		reasons[s.Ref.Name] = s.Reason + ": " + s.Message
+	}
+	for name, want := range map[string]string{
+		"blue-again": "SegmentConflict: bridge blue0 is already used by PodNetwork blue",
+		"green":      "SegmentConflict: VNI 100 is already used by Network tenant-a/red",
+	} {
+		if !strings.HasPrefix(reasons[name], want) {
+			t.Errorf("%s: %q, want %q", name, reasons[name], want)
+		}
 	}
 }

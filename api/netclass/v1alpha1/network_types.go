@@ -15,8 +15,10 @@ const (
 	// ReasonTypeMismatch: Ready=False, vlanId on a netclass-vxlan
 	// ClusterNetwork or vni on a netclass-vlan one.
 	ReasonTypeMismatch = "TypeMismatch"
-	// ReasonSegmentConflict: Ready=False, another Network under the same
-	// ClusterNetwork has the same vlanId or vni.
+	// ReasonSegmentConflict: Ready=False, an older network object (a Network
+	// of any ClusterNetwork, or a PodNetwork) holds the same segment: the same
+	// vni, the same vlanId on the same master, or the same bridge. PodNetworks
+	// use this reason too.
 	ReasonSegmentConflict = "SegmentConflict"
 )
 

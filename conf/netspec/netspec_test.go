@@ -1,0 +1,222 @@
+package netspec_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
+)
+
+func i32(v int32) *int32 { return &v }
+func i64(v int64) *int64 { return &v }
+
+func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+func vlanCN(ipam string) *ncv1.ClusterNetwork {
+	return &ncv1.ClusterNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "trunk"},
+		Spec: ncv1.ClusterNetworkSpec{
+			Type:           ncv1.NetworkTypeVLAN,
+			DefaultOptions: &ncv1.Options{VLAN: &ncv1.VLANOptions{Master: "eth1", MTU: i32(1500)}},
+			IPAM:           raw(ipam),
+			QoS:            &ncv1.InterfaceQoS{EgressRate: i64(1000000), EgressBurst: i64(10000), DSCP: i32(10)},
+		},
+	}
+}
+
+func vxlanCN() *ncv1.ClusterNetwork {
+	return &ncv1.ClusterNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
+		Spec: ncv1.ClusterNetworkSpec{
+			Type:           ncv1.NetworkTypeVXLAN,
+			DefaultOptions: &ncv1.Options{VXLAN: &ncv1.VXLANOptions{Remotes: []ncv1.IPAddress{"192.0.2.12", "192.0.2.11"}, Port: i32(4789)}},
+			IPAM:           raw(`{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/16"}]]}`),
+		},
+	}
+}
+
+func network(name, cn string, vlan, vni *int32) *ncv1.Network {
+	return &ncv1.Network{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))},
+		Spec:       ncv1.NetworkSpec{ClusterNetworkName: cn, VLANID: vlan, VNI: vni},
+	}
+}
+
+func TestNetwork(t *testing.T) {
+	red := network("red", "trunk", i32(100), nil)
+	red.Spec.QoS = &ncv1.InterfaceQoS{DSCP: i32(46)}
+	red.Spec.MTU = i32(1400)
+	blue := network("blue", "overlay", nil, i32(5001))
+	blue.Spec.IPAM = raw(`{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/24"}]]}`)
+	node := &ncv1.NodeNetwork{
+		Spec:   ncv1.NodeNetworkSpec{Options: ncv1.Options{VXLAN: &ncv1.VXLANOptions{Remotes: []ncv1.IPAddress{"192.0.2.21"}}}},
+		Status: ncv1.NodeNetworkStatus{Master: "ens5"},
+	}
+	for _, tc := range []struct {
+		name string
+		net  *ncv1.Network
+		cn   *ncv1.ClusterNetwork
+		nn   *ncv1.NodeNetwork
+		want string
+	}{
+		{"vlan", red, vlanCN(`{"type":"dhcp"}`), nil,
+			`{"ipam":{"type":"dhcp"},"master":"eth1","mtu":1400,"qos":{"dscp":46,"egressBurst":10000,"egressRate":1000000},"type":"netclass-vlan","vlanId":100}`},
+		{"vxlan without a node: master left to the node", blue, vxlanCN(), nil,
+			`{"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"},"port":4789,"remotes":["192.0.2.11","192.0.2.12"],"type":"netclass-vxlan","vni":5001}`},
+		{"vxlan on a node: its options and its resolved master", blue, vxlanCN(), node,
+			`{"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"},"master":"ens5","remotes":["192.0.2.21"],"type":"netclass-vxlan","vni":5001}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := netspec.Network(tc.net, tc.cn, tc.nn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := json.Marshal(cfg); string(got) != tc.want {
+				t.Errorf("config\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+	if _, err := netspec.Network(network("x", "trunk", nil, i32(3)), vlanCN(`{"type":"dhcp"}`), nil); err == nil || !strings.Contains(err.Error(), "spec.vlanId") {
+		t.Errorf("type mismatch: %v", err)
+	}
+}
+
+func TestTenantIPAM(t *testing.T) {
+	const hostLocal = `{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/16"}]],"dataDir":"/var/lib/cni/networks"}`
+	for _, tc := range []struct {
+		name, cluster, tenant string
+		want                  string   // rendered ipam, when no error
+		errs                  []string // every one must be named
+	}{
+		{name: "no tenant ipam: the cluster's, admin paths kept", cluster: hostLocal, want: hostLocal},
+		{name: "ranges and routes within the type", cluster: hostLocal,
+			tenant: `{"ranges":[[{"subnet":"10.30.1.0/24","gateway":"10.30.1.1"}]],"routes":[{"dst":"10.40.0.0/16","gw":"10.30.1.1"}]}`,
+			want:   `{"ranges":[[{"gateway":"10.30.1.1","subnet":"10.30.1.0/24"}]],"routes":[{"dst":"10.40.0.0/16","gw":"10.30.1.1"}],"type":"host-local"}`},
+		{name: "same type spelled out", cluster: hostLocal, tenant: `{"type":"host-local","ranges":[[{"subnet":"10.30.1.0/24"}]]}`,
+			want: `{"ranges":[[{"subnet":"10.30.1.0/24"}]],"type":"host-local"}`},
+		{name: "dataDir", cluster: hostLocal, tenant: `{"ranges":[[{"subnet":"10.30.1.0/24"}]],"dataDir":"/etc"}`, errs: []string{"spec.ipam.dataDir"}},
+		{name: "foreign plugin type", cluster: hostLocal, tenant: `{"type":"whereabouts","kubernetes":{"kubeconfig":"/etc/kubernetes/admin.conf"}}`,
+			errs: []string{"spec.ipam.type", "spec.ipam.kubernetes"}},
+		{name: "unknown key inside a range", cluster: hostLocal, tenant: `{"ranges":[[{"subnet":"10.30.1.0/24","dataDir":"/x"}]]}`,
+			errs: []string{"spec.ipam.ranges[0][0].dataDir"}},
+		{name: "bad values", cluster: hostLocal, tenant: `{"ranges":[[{"subnet":"nope"}]],"routes":[{"dst":"10.0.0.0/8","gw":7}]}`,
+			errs: []string{"spec.ipam.ranges[0][0].subnet", "spec.ipam.routes[0].gw"}},
+		{name: "dhcp: nothing to choose", cluster: `{"type":"dhcp"}`, tenant: `{"type":"dhcp","daemonSocketPath":"/run/evil.sock"}`,
+			errs: []string{"spec.ipam.daemonSocketPath"}},
+		{name: "cluster without ipam", tenant: `{"type":"host-local"}`, errs: []string{"spec.ipam: the ClusterNetwork sets no ipam type"}},
+		{name: "cluster type not delegable", cluster: `{"type":"whereabouts"}`, tenant: `{"type":"whereabouts"}`, errs: []string{`IPAM type "whereabouts" does not let`}},
+		{name: "not an object", cluster: hostLocal, tenant: `[1]`, errs: []string{"spec.ipam: must be a JSON object"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := netspec.TenantIPAM([]byte(tc.cluster), []byte(tc.tenant))
+			if len(tc.errs) > 0 {
+				if err == nil {
+					t.Fatalf("accepted: %v", got)
+				}
+				for _, e := range tc.errs {
+					if !strings.Contains(err.Error(), e) {
+						t.Errorf("error %q does not name %q", err, e)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) {
+				t.Errorf("got %s, want %s", g, w)
+			}
+		})
+	}
+}
+
+func podNetwork(name string, created int64, params string) *mnv1.PodNetwork {
+	return &mnv1.PodNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(created, 0))},
+		Spec:       mnv1.PodNetworkSpec{Enabled: true, Provider: "netclass.dev", Parameters: runtime.RawExtension{Raw: []byte(params)}},
+	}
+}
+
+func TestSegmentOwner(t *testing.T) {
+	older := func(n *ncv1.Network) *ncv1.Network { n.CreationTimestamp = metav1.NewTime(time.Unix(10, 0)); return n }
+	otherMaster := vlanCN(`{"type":"dhcp"}`)
+	otherMaster.Name, otherMaster.Spec.DefaultOptions.VLAN.Master = "trunk2", "eth2"
+	auto := vlanCN(`{"type":"dhcp"}`)
+	auto.Name, auto.Spec.DefaultOptions.VLAN.Master = "trunk3", ""
+	overlay2 := vxlanCN()
+	overlay2.Name = "overlay2"
+	cns := []*ncv1.ClusterNetwork{vlanCN(`{"type":"dhcp"}`), otherMaster, auto, vxlanCN(), overlay2}
+	for _, tc := range []struct {
+		name  string
+		self  *ncv1.Network
+		pns   []*mnv1.PodNetwork
+		nets  []*ncv1.Network
+		owner string // "" = self owns it
+	}{
+		{name: "alone", self: network("a", "overlay", nil, i32(7))},
+		{name: "same vni, another cluster network", self: network("a", "overlay", nil, i32(7)),
+			nets: []*ncv1.Network{older(network("b", "overlay2", nil, i32(7)))}, owner: "Network tenant/b"},
+		{name: "same vni in a podnetwork, other port", self: network("a", "overlay", nil, i32(7)),
+			pns: []*mnv1.PodNetwork{podNetwork("pn", 5, `{"type":"netclass-vxlan","vni":7,"port":8472,"master":"eth9"}`)}, owner: "PodNetwork pn"},
+		{name: "newer holder loses", self: older(network("a", "overlay", nil, i32(7))),
+			nets: []*ncv1.Network{network("b", "overlay2", nil, i32(7))}},
+		{name: "same vlan, other master", self: network("a", "trunk", i32(100), nil),
+			nets: []*ncv1.Network{older(network("b", "trunk2", i32(100), nil))}},
+		{name: "same vlan, master left to the node", self: network("a", "trunk", i32(100), nil),
+			nets: []*ncv1.Network{older(network("b", "trunk3", i32(100), nil))}, owner: "Network tenant/b"},
+		{name: "same vlan on the same master in a podnetwork", self: network("a", "trunk", i32(100), nil),
+			pns: []*mnv1.PodNetwork{podNetwork("pn", 5, `{"type":"netclass-vlan","vlanId":100,"master":"eth1"}`)}, owner: "PodNetwork pn"},
+		{name: "vlan and vxlan never collide", self: network("a", "trunk", i32(100), nil),
+			nets: []*ncv1.Network{older(network("b", "overlay", nil, i32(100)))}},
+		{name: "equal times: the name decides", self: network("b", "overlay", nil, i32(7)),
+			nets: []*ncv1.Network{network("a", "overlay2", nil, i32(7))}, owner: "Network tenant/a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			holders := netspec.Holders(tc.pns, append(tc.nets, tc.self), cns)
+			var cn *ncv1.ClusterNetwork
+			for _, c := range cns {
+				if c.Name == tc.self.Spec.ClusterNetworkName {
+					cn = c
+				}
+			}
+			owner := netspec.Owner(netspec.NetworkHolder(tc.self, cn), holders)
+			got := ""
+			if owner != nil {
+				got = owner.String()
+			}
+			if got != tc.owner {
+				t.Errorf("owner %q, want %q", got, tc.owner)
+			}
+		})
+	}
+}
+
+func TestBridgeSegments(t *testing.T) {
+	a := podNetwork("a", 1, `{"type":"netclass-bridge","bridge":"blue0"}`)
+	b := podNetwork("b", 2, `{"type":"netclass-bridge","bridge":"blue0"}`)
+	c := podNetwork("c", 3, `{"type":"netclass-bridge"}`)
+	d := podNetwork("d", 4, `{"type":"netclass-bridge","bridge":"netclass0"}`)
+	holders := netspec.Holders([]*mnv1.PodNetwork{a, b, c, d}, nil, nil)
+	for i, want := range []string{"", "PodNetwork a", "", "PodNetwork c"} {
+		got := ""
+		if o := netspec.Owner(holders[i], holders); o != nil {
+			got = o.String()
+		}
+		if got != want {
+			t.Errorf("%s: owner %q, want %q", holders[i], got, want)
+		}
+	}
+}
