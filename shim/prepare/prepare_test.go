@@ -67,7 +67,7 @@ const vxlanConf = `{"cniVersion":"1.1.0","name":"tenant-a_red","type":"netclass-
 
 func networks() fakeNetworks {
 	return fakeNetworks{
-		"blue-dev": {Network: network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}, Type: "netclass-bridge", Config: json.RawMessage(bridgeConf)}},
+		"blue-dev": {Network: network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}, Type: "netclass-bridge", Config: json.RawMessage(bridgeConf), AllowStaticAddresses: true}},
 		"red-dev":  {Network: network.Network{Ref: attachment.NetworkRef{Class: "nets", Kind: "Network", Namespace: "tenant-a", Name: "red"}, Type: "netclass-vxlan", Config: json.RawMessage(vxlanConf)}},
 		"vf-dev": {Network: network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "fast"}, Type: "netclass-sriov", Config: json.RawMessage(sriovConf), Master: "pf0"},
 			DeviceID: "0000:03:00.2"},

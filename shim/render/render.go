@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/field"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/attachment"
@@ -32,6 +34,9 @@ type Input struct {
 // plugin owns the interface's QoS. Static MAC/IPs are requested through the
 // "mac" and "ips" capabilities, whose values the runtime side passes.
 func ConfList(in Input) ([]byte, error) {
+	if err := StaticAddresses(in.Network, in.Config); err != nil {
+		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
+	}
 	name := in.Network.Ref.CNIName()
 	main := map[string]any{}
 	if err := json.Unmarshal(in.Network.Config, &main); err != nil {
@@ -61,6 +66,31 @@ func ConfList(in Input) ([]byte, error) {
 		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
 	}
 	return out, nil
+}
+
+// StaticAddresses refuses a static MAC or static IPs unless the network allows
+// them: a claim could otherwise take over the addresses of another pod on the
+// segment (ARP/ND and the switch's learning follow whoever claims them).
+func StaticAddresses(n network.Network, cfg *attachment.Config) error {
+	if cfg == nil || n.AllowStaticAddresses {
+		return nil
+	}
+	var errs field.Errors
+	how := fmt.Sprintf("%s does not allow static addresses (an admin allows them with %s)", n.Ref, allowHow(n))
+	if cfg.MAC != "" {
+		errs.Add("mac", "%s", how)
+	}
+	if len(cfg.IPs) > 0 {
+		errs.Add("ips", "%s", how)
+	}
+	return errs.Err()
+}
+
+func allowHow(n network.Network) string {
+	if n.Ref.Kind == network.NetworkGVK.Kind {
+		return fmt.Sprintf("spec.allowStaticAddresses on ClusterNetwork %s", n.ClusterNetwork)
+	}
+	return fmt.Sprintf("the annotation %s: \"true\" on the %s", ncv1.AnnotationAllowStaticAddresses, n.Ref.Kind)
 }
 
 func effectiveQoS(main map[string]any, cfg *attachment.Config) (*qos.Spec, error) {

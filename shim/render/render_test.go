@@ -14,6 +14,11 @@ import (
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
+func allowStatic(n network.Network) network.Network {
+	n.AllowStaticAddresses = true
+	return n
+}
+
 func bridgeNet(extra string) network.Network {
 	return network.Network{
 		Ref:    attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"},
@@ -74,7 +79,7 @@ func TestConfList(t *testing.T) {
 		},
 		{
 			name: "static mac and ips ask for the capabilities",
-			in: Input{Network: bridgeNet(`"capabilities":{"bandwidth":true},`),
+			in: Input{Network: allowStatic(bridgeNet(`"capabilities":{"bandwidth":true},`)),
 				Config: &attachment.Config{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
 			check: func(t *testing.T, l list) {
 				caps := l.Plugins[0]["capabilities"].(map[string]any)
@@ -109,6 +114,18 @@ func TestConfList(t *testing.T) {
 					t.Fatalf("capabilities = %v", caps)
 				}
 			},
+		},
+		{
+			name: "static mac and ips on a network that does not allow them",
+			in: Input{Network: bridgeNet(""),
+				Config: &attachment.Config{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
+			err: "mac: PodNetwork blue does not allow static addresses (an admin allows them with the annotation netclass.dev/allow-static-addresses",
+		},
+		{
+			name: "static ips on a Network: the ClusterNetwork decides",
+			in: Input{Network: network.Network{Ref: attachment.NetworkRef{Kind: "Network", Namespace: "t", Name: "red"}, ClusterNetwork: "overlay"},
+				Config: &attachment.Config{IPs: []string{"10.10.1.9/24"}}},
+			err: "ips: Network t/red does not allow static addresses (an admin allows them with spec.allowStaticAddresses on ClusterNetwork overlay)",
 		},
 		{
 			name: "an invalid merge is refused",

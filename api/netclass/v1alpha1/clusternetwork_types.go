@@ -90,7 +90,21 @@ type ClusterNetworkSpec struct {
 	// ClusterNetwork. A Network's own qos fields override it field by field.
 	// +optional
 	QoS *InterfaceQoS `json:"qos,omitempty"`
+
+	// allowStaticAddresses lets ResourceClaims on the Networks of this
+	// ClusterNetwork choose a static MAC address or static IPs (the mac and
+	// ips of their AttachmentConfig). Off by default: a claim could otherwise
+	// take the addresses of another pod on the segment. Only the admin, who
+	// owns the ClusterNetwork, can turn it on; a Network cannot.
+	// +optional
+	AllowStaticAddresses bool `json:"allowStaticAddresses,omitempty"`
 }
+
+// AnnotationAllowStaticAddresses, set to "true" on a netclass.dev PodNetwork
+// (a cluster-scoped, admin-owned object whose spec has the proposal's fixed
+// shape), lets ResourceClaims on it choose a static MAC address or static IPs.
+// Without it a claim's AttachmentConfig mac and ips are refused at Prepare.
+const AnnotationAllowStaticAddresses = "netclass.dev/allow-static-addresses"
 
 // ClusterNetworkStatus is the observed state of a ClusterNetwork.
 type ClusterNetworkStatus struct {

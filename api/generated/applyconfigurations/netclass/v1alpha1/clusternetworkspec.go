@@ -36,6 +36,12 @@ type ClusterNetworkSpecApplyConfiguration struct {
 	// qos is the default interface QoS of the Networks under this
 	// ClusterNetwork. A Network's own qos fields override it field by field.
 	QoS *InterfaceQoSApplyConfiguration `json:"qos,omitempty"`
+	// allowStaticAddresses lets ResourceClaims on the Networks of this
+	// ClusterNetwork choose a static MAC address or static IPs (the mac and
+	// ips of their AttachmentConfig). Off by default: a claim could otherwise
+	// take the addresses of another pod on the segment. Only the admin, who
+	// owns the ClusterNetwork, can turn it on; a Network cannot.
+	AllowStaticAddresses *bool `json:"allowStaticAddresses,omitempty"`
 }
 
 // ClusterNetworkSpecApplyConfiguration constructs a declarative configuration of the ClusterNetworkSpec type for use with
@@ -89,5 +95,13 @@ func (b *ClusterNetworkSpecApplyConfiguration) WithIPAM(value runtime.RawExtensi
 // If called multiple times, the QoS field is set to the value of the last call.
 func (b *ClusterNetworkSpecApplyConfiguration) WithQoS(value *InterfaceQoSApplyConfiguration) *ClusterNetworkSpecApplyConfiguration {
 	b.QoS = value
+	return b
+}
+
+// WithAllowStaticAddresses sets the AllowStaticAddresses field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AllowStaticAddresses field is set to the value of the last call.
+func (b *ClusterNetworkSpecApplyConfiguration) WithAllowStaticAddresses(value bool) *ClusterNetworkSpecApplyConfiguration {
+	b.AllowStaticAddresses = &value
 	return b
 }
