@@ -2,26 +2,47 @@ package daemon
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
 
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
-// collector is the publisher's source: the informer caches and the node.
+// collector is the publisher's source: the informer caches and the node. It
+// logs once per network and message why a status.config was ignored.
 type collector struct {
 	objs network.Objects
 	host network.Host
+	log  klog.Logger
+
+	mu     sync.Mutex
+	logged map[string]string
 }
 
-func (c collector) Collect() ([]network.Network, []network.Skip, error) {
-	return network.Collect(c.objs, c.host)
+func newCollector(ctx context.Context, objs network.Objects, host network.Host) *collector {
+	return &collector{objs: objs, host: host, log: klog.FromContext(ctx), logged: map[string]string{}}
+}
+
+func (c *collector) Collect() ([]network.Network, []network.Skip, error) {
+	nets, skips, err := network.Collect(c.objs, c.host)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range nets {
+		key := n.Ref.Class + "/" + n.Ref.String()
+		if n.StatusIgnored != "" && c.logged[key] != n.StatusIgnored {
+			c.log.Info("Ignoring the network's status.config", "network", n.Ref.String(), "reason", "StatusConfigIgnored", "message", n.StatusIgnored)
+		}
+		c.logged[key] = n.StatusIgnored
+	}
+	return nets, skips, err
 }
 
 // podGetter reads pods from the cache of this node's pods, and from the API

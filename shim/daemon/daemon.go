@@ -104,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		klog.FromContext(ctx).Error(p, "Checkpoint record set aside")
 	}
 	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{})}
-	d.informers()
+	d.informers(ctx)
 	d.plugins(ctx)
 	return d, nil
 }
@@ -128,7 +128,7 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-func (d *Daemon) informers() {
+func (d *Daemon) informers(ctx context.Context) {
 	d.factory = ncinformers.NewSharedInformerFactory(d.nc, 10*time.Minute)
 	d.nodeFac = ncinformers.NewSharedInformerFactoryWithOptions(d.nc, 10*time.Minute,
 		ncinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -144,7 +144,7 @@ func (d *Daemon) informers() {
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.publisher = publish.New(collector{objs: objs, host: network.LocalHost{}},
+	d.publisher = publish.New(newCollector(ctx, objs, network.LocalHost{}),
 		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.publisher.Trigger() },
