@@ -35,13 +35,15 @@ func (c *collector) Collect() ([]network.Network, []network.Skip, error) {
 	nets, skips, err := network.Collect(c.objs, c.host)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	logged := make(map[string]string, len(nets)) // only networks that still exist
 	for _, n := range nets {
 		key := n.Ref.Class + "/" + n.Ref.String()
 		if n.StatusIgnored != "" && c.logged[key] != n.StatusIgnored {
 			c.log.Info("Ignoring the network's status.config", "network", n.Ref.String(), "reason", "StatusConfigIgnored", "message", n.StatusIgnored)
 		}
-		c.logged[key] = n.StatusIgnored
+		logged[key] = n.StatusIgnored
 	}
+	c.logged = logged
 	return nets, skips, err
 }
 
