@@ -163,7 +163,8 @@ func setUpBare(rc *rest.Config, kube kubernetes.Interface, node, adminKubeconfig
 	return e, testbed.InstallCRDs(ctx, rc)
 }
 
-// startNetclass applies netclass-dra's RBAC, starts the controller
+// startNetclass applies netclass-dra's RBAC and the claim namespace guard
+// (conf/deploy), starts the controller
 // in-process and the daemon (as its service account) on the host.
 func (e *Env) startNetclass(bins Binaries) error {
 	e.Bins = bins
@@ -188,9 +189,14 @@ func (e *Env) applyRBAC(ctx context.Context) error {
 	if _, err := e.ApplyFile(ctx, "conf/deploy/00-namespace.yaml", nil); err != nil {
 		return err // the namespace is never deleted: other tests keep their Leases there
 	}
-	created, err := e.ApplyFile(ctx, "conf/deploy/11-dra-rbac.yaml", nil)
-	teardowns = append(teardowns, func() error { return DeleteApplied(created) })
-	return err
+	for _, f := range []string{"conf/deploy/11-dra-rbac.yaml", "conf/deploy/32-claim-namespace-guard.yaml"} {
+		created, err := e.ApplyFile(ctx, f, nil)
+		teardowns = append(teardowns, func() error { return DeleteApplied(created) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // KubeconfigFor writes a kubeconfig that impersonates netclass-dra's service

@@ -179,7 +179,8 @@ func (e *Env) VXLANCluster(t testing.TB, vni int32) string {
 	cluster := "e2e-vxlan-" + Unique(6)
 	cn := &ncv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: cluster},
 		Spec: ncv1.ClusterNetworkSpec{Type: ncv1.NetworkTypeVXLAN,
-			DefaultOptions: &ncv1.Options{VXLAN: &ncv1.VXLANOptions{Local: ncv1.IPAddress(NodeIP)}}}}
+			DefaultOptions: &ncv1.Options{VXLAN: &ncv1.VXLANOptions{Local: ncv1.IPAddress(NodeIP)}},
+			IPAM:           &runtime.RawExtension{Raw: []byte(`{"type":"host-local"}`)}}}
 	if _, err := e.NC.NetclassV1alpha1().ClusterNetworks().Create(ctx, cn, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ClusterNetwork %s: %v", cluster, err)
 	}
