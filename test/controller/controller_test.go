@@ -217,7 +217,11 @@ func (e *env) deleteAndWait(t *testing.T, what string, del func(context.Context)
 	}
 }
 
-const bridgeParams = `{"type":"netclass-bridge","bridge":"nctb-x","ipam":{"type":"host-local","ranges":[[{"subnet":"10.99.1.0/24"}]]}}`
+// bridgeParams are valid parameters on a bridge of their own: two PodNetworks
+// on one bridge would share a segment (SegmentConflict).
+func bridgeParams(bridge string) string {
+	return `{"type":"netclass-bridge","bridge":"` + bridge + `","ipam":{"type":"host-local","ranges":[[{"subnet":"10.99.1.0/24"}]]}}`
+}
 
 func testLeaderLease(t *testing.T, e *env, identity string) {
 	waitFor(t, e, "Lease netclass-system/netclass-controller held by "+identity, func(ctx context.Context) (string, error) {
@@ -243,7 +247,7 @@ func testSeedYAML(t *testing.T, e *env) {
 	// A netclass PodNetwork created after the seed's is Ready: by then the controller has
 	// seen the seed's ones, and must not have touched them.
 	mine := e.name("after-seed")
-	e.createPodNetwork(t, mine, netclassv1alpha1.Provider, bridgeParams)
+	e.createPodNetwork(t, mine, netclassv1alpha1.Provider, bridgeParams("nctb-a"))
 	waitReady(t, e, mine, metav1.ConditionTrue, "Ready")
 	for _, name := range []string{"net-dataplane", "dataplane"} {
 		p, err := e.nc.MultinetworkV1().PodNetworks().Get(e.ctx, name, metav1.GetOptions{})
@@ -300,7 +304,7 @@ func (e *env) patchPodNetwork(t *testing.T, name, patch string) {
 
 func testPodNetworkLifecycle(t *testing.T, e *env) {
 	name := e.name("blue")
-	e.createPodNetwork(t, name, netclassv1alpha1.Provider, bridgeParams)
+	e.createPodNetwork(t, name, netclassv1alpha1.Provider, bridgeParams("nctb-b"))
 	p := waitReady(t, e, name, metav1.ConditionTrue, "Ready")
 	if !slices.Contains(p.Finalizers, podnetwork.Finalizer) {
 		t.Errorf("finalizers %v lack %s", p.Finalizers, podnetwork.Finalizer)
@@ -328,7 +332,7 @@ func testPodNetworkLifecycle(t *testing.T, e *env) {
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "mtu") {
 		t.Errorf("event %s %q", ev.Type, ev.Message)
 	}
-	e.patchPodNetwork(t, name, `{"spec":{"parameters":{"mtu":1400,"bridge":"nctb-x"}}}`)
+	e.patchPodNetwork(t, name, `{"spec":{"parameters":{"mtu":1400,"bridge":"nctb-b"}}}`)
 	waitReady(t, e, name, metav1.ConditionTrue, "Ready")
 }
 
@@ -336,8 +340,8 @@ func testPodNetworkLifecycle(t *testing.T, e *env) {
 // names the PodNetwork, next to a foreign driver's device whose data names another one.
 func testInUse(t *testing.T, e *env) {
 	used, other := e.name("used"), e.name("other")
-	e.createPodNetwork(t, used, netclassv1alpha1.Provider, bridgeParams)
-	e.createPodNetwork(t, other, netclassv1alpha1.Provider, bridgeParams)
+	e.createPodNetwork(t, used, netclassv1alpha1.Provider, bridgeParams("nctb-u"))
+	e.createPodNetwork(t, other, netclassv1alpha1.Provider, bridgeParams("nctb-o"))
 	waitReady(t, e, used, metav1.ConditionTrue, "Ready")
 	waitReady(t, e, other, metav1.ConditionTrue, "Ready")
 
