@@ -41,19 +41,26 @@ func (m Mode) String() string {
 // MaxDevicesPerSlice is the API's limit (resource.k8s.io/v1 ResourceSliceMaxDevices).
 const MaxDevicesPerSlice = resourceapi.ResourceSliceMaxDevices
 
-// readableLen bounds the readable part of a device name so that the hash and
-// a slot or VF suffix ("-s9999", "-vf65535") still fit a DNS label (63).
-const readableLen = 46
+// hashLen is the number of bytes of the reference's SHA-256 in a device name:
+// 64 bits, so that names of distinct networks do not collide in any cluster
+// (a birthday collision needs about 4 billion networks).
+const hashLen = 8
+
+// readableLen bounds the readable part of a device name so that "-", the hash
+// and the longest slot or VF suffix ("-vf65535", "-vfa" + 4 hex) still fit a
+// DNS label (63).
+const readableLen = 63 - 1 - 2*hashLen - len("-vf65535")
 
 // DeviceName is the stable device name of a network: a readable part from its
-// namespace and name, and a hash of the full reference so names never collide.
+// namespace and name, and a 64-bit hash of the full reference so names never
+// collide (Build still drops a duplicate, should one ever appear).
 func DeviceName(ref attachment.NetworkRef) string {
 	sum := sha256.Sum256([]byte(strings.Join([]string{ref.Class, ref.Group, ref.Kind, ref.Namespace, ref.Name}, "/")))
 	readable := ref.Name
 	if ref.Namespace != "" {
 		readable = ref.Namespace + "-" + ref.Name
 	}
-	return sanitize(readable) + "-" + hex.EncodeToString(sum[:4])
+	return sanitize(readable) + "-" + hex.EncodeToString(sum[:hashLen])
 }
 
 // SlotName is the name of slot i of a network's device in Slots mode.
@@ -137,40 +144,56 @@ const (
 	AttributeVFIndex    resourceapi.QualifiedName = attachment.DriverName + "/vfIndex"
 )
 
-// Build returns the devices of the networks and what each device name stands
-// for. In Shared mode each network is one shareable device; in Slots mode it
-// is slots devices. An SR-IOV network is one single-use device per VF: the
-// VF its deviceID names, or each VF of its master PF (vfs, by PF name).
-func Build(nets []network.Network, vfs map[string][]VF, mode Mode, slots int) ([]resourceapi.Device, map[string]network.Offer) {
-	devices := make([]resourceapi.Device, 0, len(nets))
-	table := make(map[string]network.Offer, len(nets))
+// ReasonDuplicateDevice: a device name is already taken by an earlier network
+// of the list (a pool with a duplicate name would be refused as a whole).
+const ReasonDuplicateDevice = "DuplicateDeviceName"
+
+// Build returns the devices of the networks, what each device name stands
+// for, and the devices it dropped because their name was already taken. In
+// Shared mode each network is one shareable device; in Slots mode it is slots
+// devices. An SR-IOV network is one single-use device per VF: the VF its
+// deviceID names, or each VF of its master PF (vfs, by PF name).
+func Build(nets []network.Network, vfs map[string][]VF, mode Mode, slots int) ([]resourceapi.Device, map[string]network.Offer, []network.Skip) {
+	b := builder{table: make(map[string]network.Offer, len(nets))}
 	for _, n := range nets {
 		base := DeviceName(n.Ref)
 		switch {
 		case n.Type == netconf.TypeSRIOV:
 			for _, vf := range sriovVFs(n, vfs) {
-				name := VFName(base, vf)
 				attrs := Attributes(n)
 				attrs[AttributePCIAddress] = str(vf.Addr)
 				if vf.Index >= 0 {
 					attrs[AttributeVFIndex] = integer(vf.Index)
 				}
-				devices = append(devices, resourceapi.Device{Name: name, Attributes: attrs})
-				table[name] = network.Offer{Network: n, DeviceID: vf.Addr}
+				b.add(resourceapi.Device{Name: VFName(base, vf), Attributes: attrs}, network.Offer{Network: n, DeviceID: vf.Addr})
 			}
 		case mode == Shared:
 			shared := true
-			devices = append(devices, resourceapi.Device{Name: base, Attributes: Attributes(n), AllowMultipleAllocations: &shared})
-			table[base] = network.Offer{Network: n}
+			b.add(resourceapi.Device{Name: base, Attributes: Attributes(n), AllowMultipleAllocations: &shared}, network.Offer{Network: n})
 		default:
 			for i := range slots {
-				name := SlotName(base, i)
-				devices = append(devices, resourceapi.Device{Name: name, Attributes: Attributes(n)})
-				table[name] = network.Offer{Network: n}
+				b.add(resourceapi.Device{Name: SlotName(base, i), Attributes: Attributes(n)}, network.Offer{Network: n})
 			}
 		}
 	}
-	return devices, table
+	return b.devices, b.table, b.skips
+}
+
+// builder collects devices, keeping the first of any name.
+type builder struct {
+	devices []resourceapi.Device
+	table   map[string]network.Offer
+	skips   []network.Skip
+}
+
+func (b *builder) add(d resourceapi.Device, o network.Offer) {
+	if prev, taken := b.table[d.Name]; taken {
+		b.skips = append(b.skips, network.Skip{Ref: o.Network.Ref, Reason: ReasonDuplicateDevice,
+			Message: fmt.Sprintf("device name %s is already published for %s", d.Name, prev.Network.Ref)})
+		return
+	}
+	b.devices = append(b.devices, d)
+	b.table[d.Name] = o
 }
 
 // sriovVFs are the VFs an SR-IOV network offers: the one its deviceID names

@@ -3,6 +3,8 @@ package publish
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +95,7 @@ func TestAttributes(t *testing.T) {
 
 func TestBuild(t *testing.T) {
 	nets := []network.Network{podNet("a"), podNet("b")}
-	devs, table := Build(nets, nil, Shared, 4)
+	devs, table, _ := Build(nets, nil, Shared, 4)
 	if len(devs) != 2 || len(table) != 2 {
 		t.Fatalf("shared: %d devices, %d table entries", len(devs), len(table))
 	}
@@ -105,7 +107,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("device %s not in the table", d.Name)
 		}
 	}
-	devs, table = Build(nets, nil, Slots, 4)
+	devs, table, _ = Build(nets, nil, Slots, 4)
 	if len(devs) != 8 || len(table) != 8 {
 		t.Fatalf("slots: %d devices, %d table entries", len(devs), len(table))
 	}
@@ -251,7 +253,7 @@ func TestBuildSRIOV(t *testing.T) {
 	lone := network.Network{Ref: attachment.NetworkRef{Class: "c", Kind: "PodNetwork", Name: "lone"}, Type: "netclass-sriov", DeviceID: "0000:04:00.1"}
 	vfs := map[string][]VF{"pf0": {{Addr: "0000:03:00.2", Index: 0}, {Addr: "0000:03:00.3", Index: 1}}}
 	for _, mode := range []Mode{Shared, Slots} {
-		devs, table := Build([]network.Network{pool, fixed, lone}, vfs, mode, 4)
+		devs, table, _ := Build([]network.Network{pool, fixed, lone}, vfs, mode, 4)
 		if len(devs) != 4 {
 			t.Fatalf("%s: %d devices, want 2 VFs + the pinned VF + the lone VF", mode, len(devs))
 		}
@@ -271,7 +273,7 @@ func TestBuildSRIOV(t *testing.T) {
 			t.Errorf("%s: the pinned network does not offer its VF by index: %v", mode, table)
 		}
 	}
-	devs, _ := Build([]network.Network{pool}, nil, Shared, 4)
+	devs, _, _ := Build([]network.Network{pool}, nil, Shared, 4)
 	if len(devs) != 0 {
 		t.Errorf("an SR-IOV network without known VFs publishes %d devices", len(devs))
 	}
@@ -301,5 +303,57 @@ func TestPublisherListsVFs(t *testing.T) {
 	}
 	if o, ok := p.Lookup(slices[0].Devices[0].Name); !ok || o.DeviceID != "0000:03:00.2" {
 		t.Fatalf("lookup %+v %v", o, ok)
+	}
+}
+
+// TestDeviceNamesNeverCollide: thousands of references whose readable parts
+// are the same (long shared prefixes, cut at the readable length) still get
+// distinct, valid names, with room for every suffix, and at least 64 bits of hash.
+func TestDeviceNamesNeverCollide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	prefix := strings.Repeat("tenant-with-a-very-long-name", 3)
+	seen := map[string]attachment.NetworkRef{}
+	for i := range 20000 {
+		r := attachment.NetworkRef{Class: "netclass", Kind: "Network",
+			Namespace: prefix + strconv.Itoa(rng.IntN(50)), Name: prefix + "-net-" + strconv.FormatUint(rng.Uint64(), 36)}
+		if i%3 == 0 {
+			r.Kind, r.Namespace = "PodNetwork", ""
+		}
+		name := DeviceName(r)
+		if prev, dup := seen[name]; dup && prev != r {
+			t.Fatalf("%v and %v share device name %q", prev, r, name)
+		}
+		seen[name] = r
+		hash := name[strings.LastIndex(name, "-")+1:]
+		if len(hash) < 16 {
+			t.Fatalf("device name %q carries a %d-bit hash", name, 4*len(hash))
+		}
+		for _, n := range []string{name, SlotName(name, 9999), VFName(name, VF{Index: 65535}), VFName(name, VF{Addr: "0000:03:00.2", Index: -1})} {
+			if errs := validation.IsDNS1123Label(n); len(errs) != 0 {
+				t.Fatalf("device name %q of %v is not a DNS label: %v", n, r, errs)
+			}
+		}
+	}
+}
+
+// TestBuildDropsDuplicates: the same network twice (or any two with one
+// name) gives one device and a skip naming both, never an invalid pool.
+func TestBuildDropsDuplicates(t *testing.T) {
+	for _, mode := range []Mode{Shared, Slots} {
+		devs, table, skips := Build([]network.Network{podNet("a"), podNet("b"), podNet("a")}, nil, mode, 2)
+		names := map[string]bool{}
+		for _, d := range devs {
+			if names[d.Name] {
+				t.Fatalf("%s: device %s published twice", mode, d.Name)
+			}
+			names[d.Name] = true
+		}
+		perNet := map[Mode]int{Shared: 1, Slots: 2}[mode]
+		if len(devs) != 2*perNet || len(table) != 2*perNet || len(skips) != perNet {
+			t.Fatalf("%s: %d devices, %d table entries, skips %v", mode, len(devs), len(table), skips)
+		}
+		if skips[0].Reason != ReasonDuplicateDevice || !strings.Contains(skips[0].Message, "PodNetwork a") {
+			t.Errorf("%s: skip %+v", mode, skips[0])
+		}
 	}
 }

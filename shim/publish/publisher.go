@@ -131,8 +131,8 @@ func (p *Publisher) compute(ctx context.Context) ([]resourceapi.Device, map[stri
 		return nil, nil, 0, fmt.Errorf("collect networks: %w", err)
 	}
 	vfs, vfSkips := p.listVFs(nets)
-	p.logSkips(ctx, append(skips, vfSkips...))
-	devices, table := Build(nets, vfs, p.Mode(), p.opts.Slots)
+	devices, table, dups := Build(nets, vfs, p.Mode(), p.opts.Slots)
+	p.logSkips(ctx, append(append(skips, vfSkips...), dups...))
 	return devices, table, len(nets), nil
 }
 
