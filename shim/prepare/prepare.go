@@ -30,10 +30,13 @@ type Networks interface {
 	Lookup(device string) (network.Offer, bool)
 }
 
-// Store keeps prepared claims.
+// Store keeps prepared claims. Update is the store's atomic read-modify-write:
+// every change to an existing record goes through it, so a change made
+// meanwhile by the sandbox path (an attachment recorded) is never lost.
 type Store interface {
 	Get(uid types.UID) (*checkpoint.Claim, bool)
 	Put(c *checkpoint.Claim) error
+	Update(uid types.UID, fn func(*checkpoint.Claim) error) error
 	Delete(uid types.UID) error
 }
 
@@ -116,27 +119,65 @@ func (p *Plugin) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 	return resultDevices(rec), nil
 }
 
-// refreshPods records consumers reserved since the claim was prepared (a
-// claim shared by several pods is prepared again for each).
+// refreshPods brings the record of a prepared claim up to date when it is
+// prepared again. The same consumers (the kubelet retrying) get the recorded
+// answer. A new consumer (a claim shared by several pods is prepared for each)
+// needs every device's network still offered here, as a first Prepare would;
+// pods that left the claim's reservedFor and have no attachment left are
+// forgotten, so the record does not grow as pods come and go. The change is
+// one Store.Update.
 func (p *Plugin) refreshPods(ctx context.Context, claim *resourceapi.ResourceClaim, rec *checkpoint.Claim) error {
 	pods, err := p.consumers(ctx, claim)
 	if err != nil {
 		return err
 	}
-	added := false
+	newcomer := false
 	for _, pod := range pods {
-		if !rec.HasPod(pod.UID) {
-			rec.Pods = append(rec.Pods, pod)
-			added = true
-		}
+		newcomer = newcomer || !rec.HasPod(pod.UID)
 	}
-	if !added {
+	if !newcomer && len(pods) == len(rec.Pods) {
 		return nil
 	}
-	if err := p.Store.Put(rec); err != nil {
+	for _, d := range rec.Devices {
+		if _, ok := p.Networks.Lookup(d.Device); newcomer && !ok {
+			return fmt.Errorf("prepare claim %s/%s for another pod: %w", claim.Namespace, claim.Name, &NotOfferedError{Device: d.Device, Request: d.Request})
+		}
+	}
+	err = p.Store.Update(claim.UID, func(r *checkpoint.Claim) error {
+		r.Pods = currentPods(r, pods)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("prepare claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	return nil
+}
+
+// currentPods is the consumers to record: the claim's current consumers,
+// and earlier ones that still have an attachment (their DEL is pending).
+func currentPods(rec *checkpoint.Claim, current []checkpoint.Pod) []checkpoint.Pod {
+	out := append([]checkpoint.Pod(nil), current...)
+	reserved := make(map[types.UID]bool, len(current))
+	for _, pod := range current {
+		reserved[pod.UID] = true
+	}
+	for _, pod := range rec.Pods {
+		if !reserved[pod.UID] && hasAttachment(rec, pod.UID) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func hasAttachment(rec *checkpoint.Claim, pod types.UID) bool {
+	for _, d := range rec.Devices {
+		for _, a := range d.Attachments {
+			if a.PodUID == pod {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // build resolves every device of the driver; on error it returns the

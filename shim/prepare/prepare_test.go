@@ -261,3 +261,120 @@ func TestPrepareSRIOV(t *testing.T) {
 		t.Fatalf("the VF is not handed to the plugin: %+v %s", d, d.ConfList)
 	}
 }
+
+// racingPods plays the sandbox path: while Prepare reads pod B (between the
+// record's read and its write, where the old Get+Put lost updates), pod A's
+// attachment is recorded.
+type racingPods struct {
+	fakePods
+	during func()
+}
+
+func (r racingPods) Pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	if name == "pod-b" && r.during != nil {
+		r.during()
+	}
+	return r.fakePods.Pod(ctx, ns, name)
+}
+
+func podNamed(ns, name string, uid types.UID) *corev1.Pod {
+	p := pod(ns)
+	p.Name, p.UID = name, uid
+	return p
+}
+
+func reserve(c *resourceapi.ResourceClaim, pods ...*corev1.Pod) {
+	c.Status.ReservedFor = nil
+	for _, p := range pods {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+	}
+}
+
+// TestSharedClaimPreparedWhileAttaching: a shared claim prepared again for pod
+// B while pod A's attachment is being recorded keeps both.
+func TestSharedClaimPreparedWhileAttaching(t *testing.T) {
+	h := newHarness(t)
+	a, b := podNamed("default", "pod-a", "pod-a-uid"), podNamed("default", "pod-b", "pod-b-uid")
+	c1 := claim("default", "c1", "uid-1", result("net", "netclass.dev", "blue-dev"))
+	if got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c1}); got["uid-1"].Err != nil {
+		t.Fatal(got["uid-1"].Err)
+	}
+	attachA := func() {
+		err := h.store.Update("uid-1", func(r *checkpoint.Claim) error {
+			r.Devices[0].SetAttachment(checkpoint.Attachment{PodUID: a.UID, SandboxID: "sandbox-a", IfName: "net1", State: checkpoint.Attached})
+			return nil
+		})
+		if err != nil {
+			t.Errorf("record pod A's attachment: %v", err)
+		}
+	}
+	h.plugin.Pods = racingPods{fakePods: fakePods{"default/pod-a": a, "default/pod-b": b}, during: attachA}
+	reserve(c1, a, b)
+	if got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c1}); got["uid-1"].Err != nil {
+		t.Fatal(got["uid-1"].Err)
+	}
+	rec, _ := h.store.Get("uid-1")
+	if !rec.HasPod(b.UID) {
+		t.Errorf("pod B is not recorded: %+v", rec.Pods)
+	}
+	if _, ok := rec.Devices[0].Attachment("sandbox-a"); !ok {
+		t.Errorf("pod A's attachment recorded during Prepare was lost: %+v", rec.Devices[0].Attachments)
+	}
+}
+
+// TestSharedClaimNewPodChecksTheNetwork: preparing a shared claim for another
+// pod fails like a first Prepare once its network is no longer offered, and
+// the kubelet's retry for the same pods still gets the recorded answer.
+func TestSharedClaimNewPodChecksTheNetwork(t *testing.T) {
+	h := newHarness(t)
+	a, b := podNamed("default", "pod-a", "pod-a-uid"), podNamed("default", "pod-b", "pod-b-uid")
+	h.plugin.Pods = fakePods{"default/pod-a": a, "default/pod-b": b}
+	c1 := claim("default", "c1", "uid-1", result("net", "netclass.dev", "blue-dev"))
+	if got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c1}); got["uid-1"].Err != nil {
+		t.Fatal(got["uid-1"].Err)
+	}
+	h.plugin.Networks = fakeNetworks{}
+	if got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c1}); got["uid-1"].Err != nil {
+		t.Fatalf("the same pod's retry: %v", got["uid-1"].Err)
+	}
+	reserve(c1, a, b)
+	got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c1})
+	var notOffered *NotOfferedError
+	if err := got["uid-1"].Err; !errors.As(err, &notOffered) {
+		t.Fatalf("prepare for pod B on a withdrawn network: %v", err)
+	}
+	if rec, _ := h.store.Get("uid-1"); rec.HasPod(b.UID) {
+		t.Errorf("pod B was recorded on a withdrawn network")
+	}
+}
+
+// TestSharedClaimRecordStaysBounded: pods that left the claim and have no
+// attachment are forgotten; one whose DEL is still pending is kept.
+func TestSharedClaimRecordStaysBounded(t *testing.T) {
+	h := newHarness(t)
+	c1 := claim("default", "c1", "uid-1", result("net", "netclass.dev", "blue-dev"))
+	pods := fakePods{}
+	h.plugin.Pods = pods
+	var last *corev1.Pod
+	for i := range 50 {
+		p := podNamed("default", "pod-"+string(rune('a'+i%26))+strings.Repeat("x", i/26), types.UID("uid-pod-"+strings.Repeat("x", i)))
+		pods["default/"+p.Name] = p
+		reserve(c1, p)
+		if got, _ := h.plugin.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c1}); got["uid-1"].Err != nil {
+			t.Fatal(got["uid-1"].Err)
+		}
+		if i == 10 { // this one's interface is not deleted yet
+			last = p
+			if err := h.store.Update("uid-1", func(r *checkpoint.Claim) error {
+				r.Devices[0].SetAttachment(checkpoint.Attachment{PodUID: p.UID, SandboxID: "s10", IfName: "net1", State: checkpoint.Attached})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rec, _ := h.store.Get("uid-1")
+	if len(rec.Pods) != 2 || !rec.HasPod(last.UID) {
+		t.Fatalf("record keeps %d pods, want the current one and the one with an attachment: %+v", len(rec.Pods), rec.Pods)
+	}
+}
