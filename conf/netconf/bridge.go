@@ -49,7 +49,7 @@ func (c *Bridge) validate() field.Errors {
 	}
 	errs.Append(validateMTU("mtu", c.MTU))
 	if c.Mac != "" {
-		errs.Append(validateMAC("mac", c.Mac))
+		errs.Append(ValidateMAC("mac", c.Mac))
 	}
 	if c.IPMasq && c.IPAM.IsEmpty() {
 		errs.Add("ipMasq", "needs ipam: there is no address to masquerade")

@@ -5,7 +5,6 @@ package netconf
 
 import (
 	"encoding/json"
-	"net"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -110,10 +109,10 @@ func (c *Common) validate() field.Errors {
 		errs.Add("ipam.type", "is required when ipam is set")
 	}
 	if c.RuntimeConfig.Mac != "" {
-		errs.Append(validateMAC("runtimeConfig.mac", c.RuntimeConfig.Mac))
+		errs.Append(ValidateMAC("runtimeConfig.mac", c.RuntimeConfig.Mac))
 	}
 	if c.Args != nil && c.Args.CNI != nil && c.Args.CNI.Mac != "" {
-		errs.Append(validateMAC("args.cni.mac", c.Args.CNI.Mac))
+		errs.Append(ValidateMAC("args.cni.mac", c.Args.CNI.Mac))
 	}
 	return errs
 }
@@ -130,28 +129,17 @@ func (c *Common) finish() {
 }
 
 // MAC returns the MAC the runtime or configuration asks for, most specific
-// first: args.cni.mac, runtimeConfig.mac, CNI_ARGS MAC=, then static.
-func (c *Common) MAC(cniArgsMAC, static string) string {
+// first: args.cni.mac, runtimeConfig.mac, CNI_ARGS MAC=, then static; and
+// the field it came from, for errors.
+func (c *Common) MAC(cniArgsMAC, static string) (string, field.Path) {
 	switch {
 	case c.Args != nil && c.Args.CNI != nil && c.Args.CNI.Mac != "":
-		return c.Args.CNI.Mac
+		return c.Args.CNI.Mac, "args.cni.mac"
 	case c.RuntimeConfig.Mac != "":
-		return c.RuntimeConfig.Mac
+		return c.RuntimeConfig.Mac, "runtimeConfig.mac"
 	case cniArgsMAC != "":
-		return cniArgsMAC
+		return cniArgsMAC, "CNI_ARGS MAC"
 	}
-	return static
+	return static, "mac"
 }
 
-func validateMAC(p field.Path, s string) error {
-	hw, err := net.ParseMAC(s)
-	switch {
-	case err != nil:
-		return field.Invalid(p, "not a MAC address: %q", s)
-	case len(hw) != 6:
-		return field.Invalid(p, "must be a 6-byte Ethernet MAC address, got %q", s)
-	case hw[0]&1 == 1:
-		return field.Invalid(p, "must be a unicast MAC address, got %q", s)
-	}
-	return nil
-}

@@ -78,8 +78,8 @@ func TestParseBridgeDefaults(t *testing.T) {
 	if q == nil || *q.DSCP != 12 || q.EgressRate != 1000 || q.IngressRate != 8000 {
 		t.Errorf("effective qos = %+v: want runtime dscp 12 over static 10, static egress, runtime ingress", q)
 	}
-	if got := c.MAC("", c.Mac); got != "02:00:00:00:00:01" {
-		t.Errorf("MAC() = %q, want the runtimeConfig one", got)
+	if got, from := c.MAC("", c.Mac); got != "02:00:00:00:00:01" || from != "runtimeConfig.mac" {
+		t.Errorf("MAC() = %q from %s, want the runtimeConfig one", got, from)
 	}
 	if len(c.Raw) == 0 {
 		t.Error("Raw must keep the configuration for IPAM delegates")
@@ -117,6 +117,52 @@ func TestRenderParameters(t *testing.T) {
 	for _, bad := range []string{`{"type":"netclass-qos"}`, `null`, `{"type":"bridge"}`, `{"type":"netclass-vlan","vlanId":0,"master":"eth0"}`} {
 		if _, err := RenderParameters("n", "1.1.0", []byte(bad)); err == nil {
 			t.Errorf("RenderParameters(%s) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestValidateIfName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"net1", true}, {"data-0.v100", true}, {"a", true}, {"abcdefghijklmno", true},
+		{"", false}, {"abcdefghijklmnop", false}, {".", false}, {"..", false},
+		{"a/b", false}, {"a:b", false}, {"a b", false}, {"a\tb", false},
+		{"net%d", false}, {"net\x00", false}, {"net\x7f", false}, {"net\x1b", false},
+		{"nét1", false}, {"net\u00a0", false},
+	} {
+		err := ValidateIfName("ifname", tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("ValidateIfName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "ifname: ") {
+			t.Errorf("ValidateIfName(%q) does not name the field: %v", tc.name, err)
+		}
+	}
+}
+
+func TestValidateMAC(t *testing.T) {
+	for _, tc := range []struct {
+		mac, err string
+	}{
+		{"02:00:00:00:00:01", ""},
+		{"02-00-00-00-00-01", ""},
+		{"zz", "not a MAC address"},
+		{"00:00:00:00:00:00", "all-zero"},
+		{"01:00:5e:00:00:01", "unicast"},
+		{"ff:ff:ff:ff:ff:ff", "unicast"},
+		{"02:00:00:00:00:00:00:01", "6-byte"},
+	} {
+		err := ValidateMAC("runtimeConfig.mac", tc.mac)
+		if tc.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.mac, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "runtimeConfig.mac: ") {
+			t.Errorf("%s: error %v, want the field and %q", tc.mac, err, tc.err)
 		}
 	}
 }

@@ -133,7 +133,7 @@ func (c *SRIOV) validate() field.Errors {
 	}
 	errs.Append(c.validateVLAN()...)
 	if c.Mac != "" {
-		errs.Append(validateMAC("mac", c.Mac))
+		errs.Append(ValidateMAC("mac", c.Mac))
 	}
 	errs.Append(validateOnOff("spoofchk", c.SpoofChk), validateOnOff("trust", c.Trust))
 	switch c.LinkState {

@@ -91,7 +91,7 @@ func (c *VXLAN) validate() field.Errors {
 	}
 	errs.Append(validateMTU("mtu", c.MTU))
 	if c.Mac != "" {
-		errs.Append(validateMAC("mac", c.Mac))
+		errs.Append(ValidateMAC("mac", c.Mac))
 	}
 	return errs
 }

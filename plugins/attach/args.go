@@ -8,6 +8,9 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/netclass-dev/netclass/conf/field"
+	"github.com/netclass-dev/netclass/conf/netconf"
 )
 
 // CNIArg returns the value of key in CNI_ARGS ("K1=V1;K2=V2"), or "".
@@ -21,14 +24,15 @@ func CNIArg(args, key string) string {
 	return ""
 }
 
-// ParseMAC parses a MAC a config or runtime asked for ("" is nil).
-func ParseMAC(s string) (net.HardwareAddr, error) {
+// ParseMAC parses a MAC a config or runtime asked for ("" is nil), from the
+// field p, with the checks every path shares (netconf.ParseMAC): CNI error 7.
+func ParseMAC(s string, p field.Path) (net.HardwareAddr, error) {
 	if s == "" {
 		return nil, nil
 	}
-	hw, err := net.ParseMAC(s)
+	hw, err := netconf.ParseMAC(p, s)
 	if err != nil {
-		return nil, Invalid("mac: not a MAC address: %q", s)
+		return nil, Invalid("%v", err)
 	}
 	return hw, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 )
 
@@ -92,5 +93,48 @@ func TestParallelJoinsErrors(t *testing.T) {
 	err := Parallel(func() error { return a }, func() error { return nil }, func() error { return b })
 	if !errors.Is(err, a) || !errors.Is(err, b) {
 		t.Fatalf("Parallel = %v, want both errors", err)
+	}
+}
+
+// TestCheckIfName: ADD and CHECK refuse a name the CNI library lets through
+// with code 4 and never run; DEL still runs.
+func TestCheckIfName(t *testing.T) {
+	ran := map[string]bool{}
+	record := func(verb string) func(*skel.CmdArgs) error {
+		return func(*skel.CmdArgs) error { ran[verb] = true; return nil }
+	}
+	f := CheckIfName(skel.CNIFuncs{Add: record("add"), Check: record("check"), Del: record("del")})
+	for _, bad := range []string{"net%d", "nét1", "net\x01"} {
+		for verb, fn := range map[string]func(*skel.CmdArgs) error{"add": f.Add, "check": f.Check} {
+			err := fn(&skel.CmdArgs{IfName: bad})
+			var e *types.Error
+			if !errors.As(err, &e) || e.Code != types.ErrInvalidEnvironmentVariables || !strings.Contains(e.Msg, "CNI_IFNAME") {
+				t.Errorf("%s with %q: %v, want CNI error 4 naming CNI_IFNAME", verb, bad, err)
+			}
+		}
+	}
+	if ran["add"] || ran["check"] {
+		t.Fatalf("a verb ran with a bad interface name: %v", ran)
+	}
+	if err := f.Del(&skel.CmdArgs{IfName: "net%d"}); err != nil || !ran["del"] {
+		t.Errorf("DEL: %v, ran %v", err, ran)
+	}
+	if err := f.Add(&skel.CmdArgs{IfName: "net1"}); err != nil || !ran["add"] {
+		t.Errorf("ADD of a good name: %v", err)
+	}
+}
+
+// TestParseMACEveryPath: a MAC from CNI_ARGS gets the checks of every other
+// path, with the path named.
+func TestParseMACEveryPath(t *testing.T) {
+	if _, err := ParseMAC("00:00:00:00:00:00", "CNI_ARGS MAC"); err == nil || !strings.Contains(err.Error(), "CNI_ARGS MAC: must not be the all-zero") {
+		t.Errorf("zero MAC from CNI_ARGS: %v", err)
+	}
+	var e *types.Error
+	if _, err := ParseMAC("01:00:5e:00:00:01", "mac"); !errors.As(err, &e) || e.Code != types.ErrInvalidNetworkConfig {
+		t.Errorf("multicast MAC: %v, want CNI error 7", err)
+	}
+	if hw, err := ParseMAC("02:00:00:00:00:01", "mac"); err != nil || hw.String() != "02:00:00:00:00:01" {
+		t.Errorf("good MAC: %v %v", hw, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/netclass-dev/netclass/conf/field"
@@ -36,9 +35,17 @@ type Config struct {
 // reservedIfNames are taken in every pod: the loopback and the primary network's interface.
 var reservedIfNames = map[string]bool{"lo": true, "eth0": true}
 
-// ParseConfig decodes an AttachmentConfig strictly (unknown fields are
-// errors) and validates it, reporting every problem at once.
+// configKeys are the AttachmentConfig's keys, spelled exactly.
+var configKeys = map[string]bool{"apiVersion": true, "kind": true, "interfaceName": true, "mac": true, "ips": true, "qos": true}
+
+// ParseConfig decodes an AttachmentConfig strictly (unknown fields, keys in
+// another case and duplicate keys are errors: Go's JSON decoder would match
+// "InterfaceName" or "interfacename" and keep the last of two) and validates
+// it, reporting every problem at once.
 func ParseConfig(raw []byte) (*Config, error) {
+	if err := exactKeys(raw); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", ConfigKind, err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	c := &Config{}
@@ -52,6 +59,36 @@ func ParseConfig(raw []byte) (*Config, error) {
 		return nil, fmt.Errorf("invalid %s: %w", ConfigKind, err)
 	}
 	return c, nil
+}
+
+// exactKeys checks the top-level keys of a JSON object: each must be one of
+// configKeys, spelled exactly, and given once.
+func exactKeys(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("must be a JSON object")
+	}
+	var errs field.Errors
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		switch {
+		case seen[key]:
+			errs.Add(field.Path(key), "is given twice")
+		case !configKeys[key]:
+			errs.Add(field.Path(key), "is not a field of %s (fields are case-sensitive)", ConfigKind)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return errs.Err()
 }
 
 // Validate checks every field and joins all problems.
@@ -86,20 +123,7 @@ func validateIfName(name string) error {
 	return nil
 }
 
-func validateMAC(s string) error {
-	hw, err := net.ParseMAC(s)
-	switch {
-	case err != nil:
-		return field.Invalid("mac", "%q is not a MAC address", s)
-	case len(hw) != 6:
-		return field.Invalid("mac", "%q is not a 48-bit Ethernet address", s)
-	case hw[0]&1 == 1:
-		return field.Invalid("mac", "%q is a multicast address", s)
-	case bytes.Equal(hw, make(net.HardwareAddr, 6)):
-		return field.Invalid("mac", "%q is the all-zero address", s)
-	}
-	return nil
-}
+func validateMAC(s string) error { return netconf.ValidateMAC("mac", s) }
 
 func validateIPs(ips []string) []error {
 	var errs []error

@@ -20,7 +20,17 @@ func TestParseConfig(t *testing.T) {
 		{name: "wrong identity", in: `{"apiVersion":"v1","kind":"Pod"}`,
 			errs: []string{`apiVersion: must be "netclass.dev/v1alpha1"`, `kind: must be "AttachmentConfig"`}},
 		{name: "unknown field", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","ifname":"x"}`,
-			errs: []string{`unknown field "ifname"`}},
+			errs: []string{`ifname: is not a field of AttachmentConfig`}},
+		{name: "a key in another case", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","InterfaceName":"x","MAC":"02:00:00:00:00:01"}`,
+			errs: []string{`InterfaceName: is not a field of AttachmentConfig (fields are case-sensitive)`, `MAC: is not a field`}},
+		{name: "a key given twice", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"a","interfaceName":"b"}`,
+			errs: []string{`interfaceName: is given twice`}},
+		{name: "percent in the interface name", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"net%d"}`,
+			errs: []string{`interfaceName: "net%d" must hold printable ASCII characters only`}},
+		{name: "NUL in the interface name", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"net\u00001"}`,
+			errs: []string{`must hold printable ASCII characters only`}},
+		{name: "non-ASCII interface name", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"nét1"}`,
+			errs: []string{`must hold printable ASCII characters only`}},
 		{name: "trailing data", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig"} {}`,
 			errs: []string{"trailing data"}},
 		{name: "not an object", in: `[1]`, errs: []string{"decode AttachmentConfig"}},
@@ -29,7 +39,7 @@ func TestParseConfig(t *testing.T) {
 			"qos":{"dscp":64}}`,
 			errs: []string{
 				`interfaceName: "eth0" is taken`,
-				`mac: "01:00:5e:00:00:01" is a multicast address`,
+				`mac: must be a unicast MAC address, got "01:00:5e:00:00:01"`,
 				`ips[0]: "10.1.1.5" is not an address in CIDR form`,
 				`ips[1]: 10.1.1.0 is the network address of 10.1.1.0/24`,
 				`ips[3]: 10.1.1.7 is listed twice`,
@@ -41,7 +51,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "zero mac", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","mac":"00:00:00:00:00:00"}`,
 			errs: []string{"all-zero"}},
 		{name: "infiniband mac", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","mac":"00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01"}`,
-			errs: []string{"48-bit"}},
+			errs: []string{"must be a 6-byte Ethernet MAC address"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ParseConfig([]byte(tc.in))
