@@ -65,6 +65,9 @@ type Plugin struct {
 	Margin time.Duration
 	// OnConnect, when set, is called each time NRI configured the plugin.
 	OnConnect func()
+	// RetryBase is the first wait before a failed DEL of a stopped sandbox
+	// is retried (default 1 s); the wait doubles up to a minute.
+	RetryBase time.Duration
 
 	// sem serialises sandbox handling, Unprepare and reconciliation; it is
 	// taken with the caller's deadline, so a long reconciliation makes a
@@ -73,6 +76,8 @@ type Plugin struct {
 	budgetMu sync.Mutex
 	budget   func() time.Duration
 	wg       sync.WaitGroup
+	retries  sync.WaitGroup
+	epochs   epochs
 	gcOnce   sync.Once
 	logCtx   context.Context
 	started  time.Time
@@ -184,6 +189,7 @@ func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) err
 	if a, ok := dev.Attachment(sandbox); ok && a.State == checkpoint.Attached && a.IfName == s.IfName {
 		return nil // already done for this sandbox
 	}
+	p.epochs.attaching(sandbox)
 	att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName, State: checkpoint.Adding}
 	if err := p.setAttachment(s, att); err != nil {
 		return err
@@ -298,33 +304,43 @@ func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) erro
 	return p.detachSandbox(ctx, pod)
 }
 
+// detachSandbox deletes a stopped sandbox's attachments within NRI's budget.
+// A failure is not returned (the runtime would only log it): the DEL is
+// retried in the background with backoff until it succeeds, the claim is
+// unprepared or the daemon stops.
 func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.currentBudget()-p.margin())
 	defer cancel()
-	if err := p.acquire(ctx); err != nil {
-		klog.FromContext(p.logCtx).Error(err, "Detaching a stopped sandbox deferred to reconciliation and Unprepare",
+	if err := p.detachOnce(ctx, pod); err != nil {
+		klog.FromContext(p.logCtx).Error(err, "Detaching a stopped sandbox failed; retrying in the background",
 			"pod", klog.KRef(pod.GetNamespace(), pod.GetName()))
-		return nil
+		p.retryDetach(pod)
+	}
+	return nil
+}
+
+// detachOnce deletes the sandbox's attachments that are left.
+func (p *Plugin) detachOnce(ctx context.Context, pod *api.PodSandbox) error {
+	if err := p.acquire(ctx); err != nil {
+		return err
 	}
 	defer p.release()
-	claims := p.Store.ForPod(types.UID(pod.GetUid()))
 	var errs []error
-	for _, c := range claims {
+	for _, c := range p.Store.ForPod(types.UID(pod.GetUid())) {
 		for i, d := range c.Devices {
 			if a, ok := d.Attachment(pod.GetId()); ok {
 				errs = append(errs, p.detach(ctx, c.UID, i, d, podOf(c, a.PodUID), *a))
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		// Not returned: the runtime would only log it. Unprepare and GC retry.
-		klog.FromContext(p.logCtx).Error(err, "Detaching a stopped sandbox failed; Unprepare or CNI GC will finish it",
-			"pod", klog.KRef(pod.GetNamespace(), pod.GetName()))
+	err := errors.Join(errs...)
+	if err == nil {
+		p.epochs.forget(pod.GetId())
 	}
-	return nil
+	return err
 }
 
 // Detach removes every attachment left on a claim (Unprepare).

@@ -18,12 +18,13 @@ import (
 // Synchronize starts reconciling the checkpoint with the sandboxes the
 // runtime has; it returns at once (the work can outlast NRI's budget).
 func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
+	epoch := p.epochs.snapshot() // the list is as of now, not of when the work runs
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		ctx, cancel := context.WithTimeout(p.logCtx, 5*time.Minute)
 		defer cancel()
-		p.Reconcile(ctx, pods)
+		p.reconcile(ctx, pods, epoch)
 	}()
 	return nil, nil
 }
@@ -32,8 +33,14 @@ func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api
 // attachments of sandboxes that are gone are deleted, interrupted ADDs are
 // adopted from libcni's result cache or redone, pods that started while the
 // daemon was away are attached now; then, once per process, CNI GC runs with
-// every valid attachment.
+// every valid attachment. pods is the runtime's list as of now.
 func (p *Plugin) Reconcile(ctx context.Context, pods []*api.PodSandbox) {
+	p.reconcile(ctx, pods, p.epochs.snapshot())
+}
+
+// reconcile works from a list taken at the start of epoch: attachments made
+// since are newer than the list and never taken for gone.
+func (p *Plugin) reconcile(ctx context.Context, pods []*api.PodSandbox, epoch uint64) {
 	logger := klog.FromContext(ctx)
 	if err := p.acquire(ctx); err != nil {
 		logger.Error(err, "Reconciliation skipped")
@@ -46,7 +53,7 @@ func (p *Plugin) Reconcile(ctx context.Context, pods []*api.PodSandbox) {
 			running[pod.GetId()] = pod
 		}
 	}
-	dropped, adopted := p.dropStale(ctx, running)
+	dropped, adopted := p.dropStale(ctx, running, epoch)
 	attached, failed := p.attachMissing(ctx, running)
 	logger.Info("Reconciled attachments with the runtime", "sandboxes", len(running),
 		"deleted", dropped, "adopted", adopted, "attachedLate", attached, "failed", failed)
@@ -54,13 +61,20 @@ func (p *Plugin) Reconcile(ctx context.Context, pods []*api.PodSandbox) {
 }
 
 // dropStale deletes attachments whose sandbox is gone and settles the ones
-// an interrupted ADD left in state Adding.
-func (p *Plugin) dropStale(ctx context.Context, running map[string]*api.PodSandbox) (dropped, adopted int) {
+// an interrupted ADD left in state Adding. An attachment is gone only when
+// its sandbox is not in the list, it was made before the list (epoch), and
+// its network namespace no longer exists.
+func (p *Plugin) dropStale(ctx context.Context, running map[string]*api.PodSandbox, epoch uint64) (dropped, adopted int) {
 	for _, c := range p.Store.List() {
 		for i, d := range c.Devices {
 			for _, a := range d.Attachments {
 				pod := podOf(c, a.PodUID)
 				if _, ok := running[a.SandboxID]; !ok {
+					if reason := p.maybeAlive(a, epoch); reason != "" {
+						klog.FromContext(ctx).V(2).Info("Kept an attachment missing from the runtime's list", "claim", klog.KRef(c.Namespace, c.Name),
+							"sandbox", short(a.SandboxID), "reason", reason)
+						continue
+					}
 					if err := p.detach(ctx, c.UID, i, d, pod, a); err != nil {
 						klog.FromContext(ctx).Error(err, "Deleting the attachment of a gone sandbox failed", "claim", klog.KRef(c.Namespace, c.Name))
 						continue
@@ -78,6 +92,18 @@ func (p *Plugin) dropStale(ctx context.Context, running map[string]*api.PodSandb
 		}
 	}
 	return dropped, adopted
+}
+
+// maybeAlive says why an attachment missing from the runtime's list may still
+// belong to a live sandbox, or "" when it is gone.
+func (p *Plugin) maybeAlive(a checkpoint.Attachment, epoch uint64) string {
+	switch {
+	case p.epochs.since(a.SandboxID, epoch):
+		return "attached after the runtime listed its sandboxes"
+	case a.NetNS != "" && exists(a.NetNS):
+		return "its network namespace still exists"
+	}
+	return ""
 }
 
 // adopt settles an attachment whose ADD was interrupted: a cached result

@@ -28,6 +28,7 @@ type fakeCNI struct {
 	block   bool             // ADD waits for its context
 	cached  map[string]cni.Result
 	gc      map[string][]string
+	failDel int // the next failDel DELs fail
 }
 
 func (f *fakeCNI) record(s string) {
@@ -62,6 +63,12 @@ func (f *fakeCNI) Add(ctx context.Context, conf []byte, a cni.Attachment) (cni.R
 
 func (f *fakeCNI) Del(_ context.Context, conf []byte, a cni.Attachment) error {
 	f.record(fmt.Sprintf("DEL %s %s %s", netName(conf), a.ContainerID, a.IfName))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failDel > 0 {
+		f.failDel--
+		return errors.New("plugin failed")
+	}
 	return nil
 }
 
