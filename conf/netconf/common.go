@@ -142,4 +142,3 @@ func (c *Common) MAC(cniArgsMAC, static string) (string, field.Path) {
 	}
 	return static, "mac"
 }
-
