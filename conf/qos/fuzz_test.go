@@ -2,6 +2,7 @@ package qos
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 )
 
@@ -12,6 +13,9 @@ func FuzzCompile(f *testing.F) {
 		`{"dscp":46,"egress":[{"priority":10,"dscp":20,"classifier":{"to":[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8"]}}],"ports":[{"protocol":"TCP","port":80}]},"bandwidth":{"rate":1000,"burst":1000}}]}`,
 		`{"egress":[{"dscp":1,"classifier":{"to":[{"ipBlock":{"cidr":"fd00::/8","except":["fd00::/16","fdff::/16"]}},{"ipBlock":{"cidr":"::/0"}}]}}]}`,
 		`{"ingressRate":1000,"ingressBurst":10,"egressRate":5,"egressBurst":5}`,
+		`{"ingressRate":8,"ingressBurst":34359738360}`,
+		`{"egressRate":1000000000000,"egressBurst":8}`,
+		`{"egressRate":1099511627776,"egressBurst":34359738360}`,
 		`{"egress":[{"priority":1,"dscp":1},{"priority":1,"dscp":2},{"priority":0,"bandwidth":{"rate":1}}]}`,
 	} {
 		f.Add([]byte(seed))
@@ -22,7 +26,19 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		p := Compile(&s)
+		for _, sh := range []*Shaper{p.Ingress, p.Egress} {
+			if sh == nil {
+				continue
+			}
+			ticks, limit := TBFBufferTicks(sh.RateBytes, sh.BurstBytes), TBFLimitBytes(sh.RateBytes, sh.BurstBytes)
+			if sh.RateBytes == 0 || sh.BurstBytes == 0 || ticks < 1 || ticks > math.MaxUint32 || limit > math.MaxUint32 {
+				t.Fatalf("a valid spec compiles to a tbf the kernel cannot take: %+v (buffer %.0f ticks, limit %.0f bytes)", sh, ticks, limit)
+			}
+		}
 		for i, r := range p.Rules {
+			if m := r.Meter; m != nil && (m.RateBytes == 0 || m.BurstBytes == 0 || m.BurstBytes > math.MaxUint32) {
+				t.Fatalf("rule %d compiles to a meter the kernel cannot take: %+v", i, m)
+			}
 			if i > 0 {
 				prev := p.Rules[i-1]
 				if prev.Priority < r.Priority || prev.Priority == r.Priority && prev.Index < r.Index {

@@ -19,6 +19,27 @@ const (
 	maxBurstBits = int64(math.MaxUint32) * 8
 )
 
+// What the kernel's tbf can be told (plugins/kernel/tc computes it): a rate
+// and a burst of at least one byte; the bucket's fill time (burst / rate) in
+// scheduler ticks, at least one and at most a uint32; and the queue limit,
+// the bytes arriving during TBFLatency plus the burst, at most a uint32.
+// The scheduler tick is 64 ns (15.625 per µs) on every kernel with the
+// high-resolution psched clock (2.6.31 on).
+const (
+	TBFLatencySeconds = 0.025
+	TBFTicksPerSecond = 15_625_000
+)
+
+// TBFBufferTicks is the bucket's fill time in scheduler ticks, unrounded.
+func TBFBufferTicks(rateBytes, burstBytes uint64) float64 {
+	return float64(burstBytes) / float64(rateBytes) * TBFTicksPerSecond
+}
+
+// TBFLimitBytes is the tbf queue limit, unrounded.
+func TBFLimitBytes(rateBytes, burstBytes uint64) float64 {
+	return float64(rateBytes)*TBFLatencySeconds + float64(burstBytes)
+}
+
 // Validate reports every problem of the spec, each with its field path under p.
 func (s *Spec) Validate(p field.Path) error {
 	if s == nil {
@@ -52,6 +73,22 @@ func validateRate(p field.Path, rateName, burstName string, rate, burst int64) [
 		errs.Add(p.Child(rateName), "is required when %s is set", burstName)
 	case burst > maxBurstBits:
 		errs.Add(p.Child(burstName), "must be at most %d bits (4 GiB), got %d", maxBurstBits, burst)
+	case rate == 0:
+	case rate < 8:
+		errs.Add(p.Child(rateName), "must be at least 8 bits/s (tbf counts whole bytes), got %d", rate)
+	case burst < 8:
+		errs.Add(p.Child(burstName), "must be at least 8 bits (tbf counts whole bytes), got %d", burst)
+	default:
+		rateB, burstB := uint64(rate)/8, uint64(burst)/8
+		ticks := TBFBufferTicks(rateB, burstB)
+		switch {
+		case ticks < 1:
+			errs.Add(p.Child(burstName), "is too small for %s %d: the bucket would fill in under one scheduler tick (64 ns)", rateName, rate)
+		case ticks > math.MaxUint32:
+			errs.Add(p.Child(burstName), "is %.0f s of %s; tbf holds at most %d s", float64(burstB)/float64(rateB), rateName, math.MaxUint32/TBFTicksPerSecond)
+		case TBFLimitBytes(rateB, burstB) > math.MaxUint32:
+			errs.Add(p.Child(rateName), "and %s overflow tbf's queue limit (%d bytes)", burstName, uint64(math.MaxUint32))
+		}
 	}
 	return errs
 }

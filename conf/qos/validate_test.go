@@ -24,6 +24,16 @@ func TestValidate(t *testing.T) {
 		{name: "negative", spec: Spec{IngressRate: -1}, want: []string{"qos.ingressRate: must not be negative"}},
 		{name: "huge burst", spec: Spec{IngressRate: 1, IngressBurst: 1 << 40}, want: []string{"qos.ingressBurst: must be at most"}},
 		{name: "dscp range", spec: Spec{DSCP: intp(64)}, want: []string{"qos.dscp: must be between 0 and 63, got 64"}},
+		// tbf limits: a rate and a burst of at least a byte, a fill time of
+		// 1 tick to 274 s, a queue limit that fits 32 bits.
+		{name: "rate below a byte", spec: Spec{EgressRate: 7, EgressBurst: 800}, want: []string{"qos.egressRate: must be at least 8 bits/s"}},
+		{name: "rate of one byte", spec: Spec{EgressRate: 8, EgressBurst: 800}},
+		{name: "burst below a byte", spec: Spec{IngressRate: 8000, IngressBurst: 7}, want: []string{"qos.ingressBurst: must be at least 8 bits"}},
+		{name: "fill time at the limit", spec: Spec{EgressRate: 8, EgressBurst: 8 * 274}},
+		{name: "fill time past the limit", spec: Spec{EgressRate: 8, EgressBurst: 8 * 275}, want: []string{"qos.egressBurst: is 275 s of egressRate; tbf holds at most 274 s"}},
+		{name: "bucket under a tick", spec: Spec{EgressRate: 1 << 40, EgressBurst: 8}, want: []string{"qos.egressBurst: is too small for egressRate"}},
+		{name: "smallest bucket of a fast rate", spec: Spec{EgressRate: 1 << 40, EgressBurst: 8 * 8800}},
+		{name: "queue limit overflow", spec: Spec{IngressRate: 1 << 40, IngressBurst: maxBurstBits}, want: []string{"qos.ingressRate: and ingressBurst overflow tbf's queue limit"}},
 		{name: "every problem at once", spec: Spec{DSCP: intp(-1), Egress: []Rule{
 			{Priority: -5, DSCP: intp(99)},
 			{},

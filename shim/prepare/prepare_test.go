@@ -200,7 +200,7 @@ func TestPrepareSameNamespaceAndBadConfig(t *testing.T) {
 		t.Fatalf("claim in the network's namespace: %v", got["uid-1"].Err)
 	}
 	err := got["uid-2"].Err
-	if err == nil || !strings.Contains(err.Error(), "interfaceName") || !strings.Contains(err.Error(), "multicast") {
+	if err == nil || !strings.Contains(err.Error(), "interfaceName") || !strings.Contains(err.Error(), "unicast") {
 		t.Fatalf("bad opaque config error = %v, want both problems", err)
 	}
 }

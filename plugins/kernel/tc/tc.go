@@ -16,6 +16,8 @@ import (
 
 // latencyMillis bounds how long a packet may wait in a tbf queue; it sizes
 // the queue limit (the upstream bandwidth plugin uses the same value).
+// conf/qos validates rates and bursts against the same arithmetic
+// (TBFLatencySeconds, TBFBufferTicks, TBFLimitBytes), so what validates fits.
 const latencyMillis = 25
 
 // TBF is a token bucket in bytes.

@@ -1,6 +1,11 @@
 package tc
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	cfg "github.com/netclass-dev/netclass/conf/qos"
+)
 
 func TestTokenBucketMath(t *testing.T) {
 	tests := []struct {
@@ -25,5 +30,29 @@ func TestTokenBucketMath(t *testing.T) {
 				t.Errorf("limitBytes = %d, want %d", got, tc.wantLimt)
 			}
 		})
+	}
+}
+
+// TestTokenBucketFitsWhatValidationAccepts: at the edges conf/qos accepts,
+// the qdisc parameters tc computes are non-zero and not wrapped.
+func TestTokenBucketFitsWhatValidationAccepts(t *testing.T) {
+	for _, s := range []cfg.Spec{
+		{EgressRate: 8, EgressBurst: 8 * 274},
+		{EgressRate: 1 << 40, EgressBurst: 8 * 8800},
+		{EgressRate: 8, EgressBurst: 8},
+		{EgressRate: 10_000_000_000, EgressBurst: 8 * (math.MaxUint32 - 31_250_000)},
+	} {
+		if err := s.Validate("qos"); err != nil {
+			t.Fatalf("%+v: %v", s, err)
+		}
+		sh := cfg.Compile(&s).Egress
+		buf := bufferTicks(sh.RateBytes, sh.BurstBytes, cfg.TBFTicksPerSecond/1e6)
+		limit := limitBytes(sh.RateBytes, sh.BurstBytes)
+		if buf == 0 || float64(buf) > cfg.TBFBufferTicks(sh.RateBytes, sh.BurstBytes)+1 || float64(buf) < cfg.TBFBufferTicks(sh.RateBytes, sh.BurstBytes)-1 {
+			t.Errorf("%+v: buffer %d ticks, want %.0f", s, buf, cfg.TBFBufferTicks(sh.RateBytes, sh.BurstBytes))
+		}
+		if limit == 0 || float64(limit) < cfg.TBFLimitBytes(sh.RateBytes, sh.BurstBytes)-1 {
+			t.Errorf("%+v: limit %d bytes wrapped, want %.0f", s, limit, cfg.TBFLimitBytes(sh.RateBytes, sh.BurstBytes))
+		}
 	}
 }
