@@ -16,8 +16,18 @@ import (
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
-// Version is the record format written; Decode refuses others.
-const Version = 1
+// Version is the record format written. Decode also reads the formats listed
+// in migrations, upgrading them in memory (the next write stores Version);
+// any other version is refused, and Open sets the record aside.
+//
+//	1: the first format.
+//	2: attachments carry attachedAt, when ADD was started for them.
+const Version = 2
+
+// migrations upgrade a decoded record of an older version by one step.
+var migrations = map[int]func(*Claim){
+	1: func(c *Claim) { c.Version = 2 }, // attachedAt is unknown for older attachments
+}
 
 // Claim is what Prepare recorded for one ResourceClaim.
 type Claim struct {
@@ -83,6 +93,8 @@ type Attachment struct {
 	IfName    string    `json:"ifName"`
 	State     State     `json:"state"`
 	Result    *Result   `json:"result,omitempty"`
+	// AttachedAt is when ADD was started (version 2; nil in migrated records).
+	AttachedAt *time.Time `json:"attachedAt,omitempty"`
 }
 
 // Result is what CNI ADD reported for the pod's interface.
@@ -113,6 +125,13 @@ func Decode(raw []byte) (*Claim, error) {
 	if dec.More() {
 		return nil, errors.New("decode checkpoint: trailing data")
 	}
+	for c.Version != Version {
+		migrate, ok := migrations[c.Version]
+		if !ok {
+			break // validate names the version
+		}
+		migrate(c)
+	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("checkpoint of claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
@@ -122,7 +141,7 @@ func Decode(raw []byte) (*Claim, error) {
 func (c *Claim) validate() error {
 	var errs []error
 	if c.Version != Version {
-		errs = append(errs, fmt.Errorf("version %d, want %d", c.Version, Version))
+		errs = append(errs, fmt.Errorf("version %d, this netclass-dra reads versions 1 to %d", c.Version, Version))
 	}
 	if c.UID == "" || c.Namespace == "" || c.Name == "" {
 		errs = append(errs, errors.New("uid, namespace and name are required"))

@@ -32,7 +32,9 @@ type Store struct {
 
 // Open loads every record of dir (creating it). Leftover temporary files of an
 // interrupted write are removed; records that do not decode are renamed
-// *.corrupt and returned as errors, never silently dropped.
+// *.corrupt and returned as errors, never silently dropped, and so are the
+// records set aside by an earlier start: a caller must not garbage-collect
+// attachments while Open reports any.
 func Open(dir string) (*Store, []error) {
 	s := &Store{dir: dir, claims: map[types.UID][]byte{}, byPod: map[types.UID]map[types.UID]bool{}}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
@@ -56,6 +58,10 @@ func (s *Store) load(name string) error {
 	switch {
 	case strings.HasSuffix(name, tmpSuffix):
 		return removeIgnoringMissing(path)
+	case strings.HasSuffix(name, badSuffix):
+		// Set aside by an earlier start: still reported at every start, so
+		// the daemon never garbage-collects what that record may describe.
+		return fmt.Errorf("checkpoint %s was set aside earlier (unreadable); remove it once its attachments are dealt with", path)
 	case !strings.HasSuffix(name, suffix):
 		return nil
 	}

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -98,6 +99,10 @@ func TestStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "c9.json.123.tmp")); !os.IsNotExist(err) {
 		t.Errorf("temporary file left: %v", err)
 	}
+	// Records set aside stay reported at every start (the daemon keeps GC off).
+	if _, problems := Open(dir); len(problems) != 2 || !strings.Contains(errors.Join(problems...).Error(), "set aside earlier") {
+		t.Fatalf("second reopen problems = %v, want both set-aside records again", problems)
+	}
 	if len(s2.ForPod("p2")) != 1 || len(s2.ForPod("p1")) != 1 {
 		t.Error("pod index not rebuilt")
 	}
@@ -108,7 +113,8 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tc := range []struct{ name, raw, want string }{
 		{"empty", ``, "decode"},
 		{"unknown field", strings.Replace(string(good), `"uid"`, `"bogus":1,"uid"`, 1), "unknown field"},
-		{"old version", strings.Replace(string(good), `"version":1`, `"version":0`, 1), "version 0"},
+		{"unknown old version", strings.Replace(string(good), `"version":2`, `"version":0`, 1), "version 0, this netclass-dra reads versions 1 to 2"},
+		{"newer version", strings.Replace(string(good), `"version":2`, `"version":3`, 1), "version 3"},
 		{"no uid", strings.Replace(string(good), `"uid":"c1"`, `"uid":""`, 1), "uid, namespace and name"},
 		{"bad conflist", strings.Replace(string(good), `"confList":{`, `"confList":"x","x":{`, 1), ""},
 		{"trailing", string(good) + "{}", "trailing"},
@@ -119,6 +125,38 @@ func TestDecodeRejects(t *testing.T) {
 				t.Fatalf("Decode error = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecodeMigratesVersion1: a record written by the previous format is
+// read, upgraded, and written back in the current one.
+func TestDecodeMigratesVersion1(t *testing.T) {
+	v1 := `{"version":1,"uid":"u1","namespace":"n","name":"c","pods":[{"uid":"p1","namespace":"n","name":"pod","order":0}],` +
+		`"devices":[{"request":"r","pool":"node","device":"d","network":{"class":"c","group":"g","version":"v","kind":"PodNetwork","name":"blue"},` +
+		`"confList":{"cniVersion":"1.1.0","name":"blue","plugins":[{"type":"netclass-bridge"}]},` +
+		`"attachments":[{"podUID":"p1","sandboxID":"s1","netns":"/run/netns/x","ifName":"net1","state":"Attached","result":{"interfaceName":"net1","ips":["10.0.0.1/24"]}}]}],` +
+		`"preparedAt":"2026-01-01T00:00:00Z"}`
+	c, err := Decode([]byte(v1))
+	if err != nil {
+		t.Fatalf("a version 1 record is not read: %v", err)
+	}
+	if c.Version != Version || len(c.Devices) != 1 || len(c.Devices[0].Attachments) != 1 || c.Devices[0].Attachments[0].AttachedAt != nil {
+		t.Fatalf("migrated record %+v", c)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "u1.json"), []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, problems := Open(dir)
+	if len(problems) > 0 {
+		t.Fatalf("opening a version 1 record: %v", problems)
+	}
+	if err := s.Update("u1", func(*Claim) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "u1.json"))
+	if !strings.Contains(string(raw), `"version":2`) {
+		t.Fatalf("the record was not written back in version %d: %s", Version, raw)
 	}
 }
 

@@ -106,6 +106,10 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{})}
 	d.informers(ctx)
 	d.plugins(ctx)
+	if len(problems) > 0 {
+		d.runtime.GCBlocked = fmt.Sprintf("%d checkpoint record(s) in %s could not be read and were set aside (*.corrupt)",
+			len(problems), filepath.Join(cfg.StateDir, "claims"))
+	}
 	return d, nil
 }
 

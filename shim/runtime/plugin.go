@@ -65,6 +65,10 @@ type Plugin struct {
 	Margin time.Duration
 	// OnConnect, when set, is called each time NRI configured the plugin.
 	OnConnect func()
+	// GCBlocked, when set, says why CNI GC must not run: GC only removes
+	// what the daemon positively knows is stale, and a checkpoint record it
+	// could not read may describe live attachments.
+	GCBlocked string
 	// RetryBase is the first wait before a failed DEL of a stopped sandbox
 	// is retried (default 1 s); the wait doubles up to a minute.
 	RetryBase time.Duration
@@ -190,7 +194,8 @@ func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) err
 		return nil // already done for this sandbox
 	}
 	p.epochs.attaching(sandbox)
-	att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName, State: checkpoint.Adding}
+	now := time.Now().UTC().Truncate(time.Second)
+	att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName, State: checkpoint.Adding, AttachedAt: &now}
 	if err := p.setAttachment(s, att); err != nil {
 		return err
 	}

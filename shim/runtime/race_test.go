@@ -101,3 +101,20 @@ func TestStoppedSandboxDelRetried(t *testing.T) {
 		t.Fatalf("%d DELs (want 3 failed + 1), %d attachments left", dels, h.attachments("c1"))
 	}
 }
+
+// TestGCBlockedBySetAsideRecords: with a checkpoint record the daemon could
+// not read, GC would remove that record's live attachments: it does not run.
+func TestGCBlockedBySetAsideRecords(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c1", "a", 0, "p1", dev("blue", "")))
+	h.plugin.GCBlocked = "1 checkpoint record could not be read"
+	h.plugin.Reconcile(context.Background(), []*api.PodSandbox{h.sandbox("sb1", "p1")})
+	if h.cni.gc != nil {
+		t.Fatalf("GC ran with a set-aside record: %v", h.cni.gc)
+	}
+	// The attachment made by the reconciliation carries its time (version 2).
+	c, _ := h.store.Get("c1")
+	if a := c.Devices[0].Attachments; len(a) != 1 || a[0].AttachedAt == nil || time.Since(*a[0].AttachedAt) > time.Minute {
+		t.Fatalf("attachment %+v has no attachedAt", a)
+	}
+}

@@ -181,8 +181,13 @@ func (p *Plugin) reportLate(ctx context.Context, steps []Step, err error) {
 	}
 }
 
-// gc runs CNI GC once per network with every attachment the checkpoint holds.
+// gc runs CNI GC once per network with every attachment the checkpoint holds,
+// unless GCBlocked says the checkpoint may be incomplete.
 func (p *Plugin) gc(ctx context.Context) {
+	if p.GCBlocked != "" {
+		klog.FromContext(ctx).Info("CNI GC skipped: only what the checkpoint positively knows is stale may be removed", "reason", p.GCBlocked)
+		return
+	}
 	type net struct {
 		conf  []byte
 		valid []cni.Attachment
