@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"reflect"
 	"errors"
 	"fmt"
 	"os"
@@ -72,6 +73,9 @@ type Daemon struct {
 	factory   ncinformers.SharedInformerFactory
 	nodeFac   ncinformers.SharedInformerFactory
 	podFac    informers.SharedInformerFactory
+	// peerFac caches, cluster-wide, what NetworkQoS selectors resolve against.
+	peerFac informers.SharedInformerFactory
+	peers   peers.Listers
 	publisher *publish.Publisher
 	store     *checkpoint.Store
 	runtime   *runtime.Plugin
@@ -104,7 +108,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		klog.FromContext(ctx).Error(p, "Checkpoint record set aside")
 	}
 	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{})}
-	d.informers(ctx)
+	if err := d.informers(ctx); err != nil {
+		return nil, err
+	}
 	d.plugins(ctx)
 	if len(problems) > 0 {
 		d.runtime.GCBlocked = fmt.Sprintf("%d checkpoint record(s) in %s could not be read and were set aside (*.corrupt)",
@@ -132,7 +138,7 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-func (d *Daemon) informers(ctx context.Context) {
+func (d *Daemon) informers(ctx context.Context) (err error) {
 	d.factory = ncinformers.NewSharedInformerFactory(d.nc, 10*time.Minute)
 	d.nodeFac = ncinformers.NewSharedInformerFactoryWithOptions(d.nc, 10*time.Minute,
 		ncinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -167,6 +173,11 @@ func (d *Daemon) informers(ctx context.Context) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
 		}))
 	d.podFac.Core().V1().Pods().Informer()
+	d.peerFac = informers.NewSharedInformerFactory(d.kube, 10*time.Minute)
+	if d.peers, err = peers.NewListers(d.peerFac); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (d *Daemon) plugins(ctx context.Context) {
@@ -181,7 +192,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
 		Pods: podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube},
 		QoS:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
-		Peers: peers.Resolver{API: peers.ClientAPI{Client: d.kube}, Context: func() (context.Context, context.CancelFunc) {
+		Peers: peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(ctx, 10*time.Second)
 		}},
 		Detacher: d.runtime, Reporter: reporter,
@@ -203,22 +214,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.factory.Start(ctx.Done())
 	d.nodeFac.Start(ctx.Done())
 	d.podFac.Start(ctx.Done())
+	d.peerFac.Start(ctx.Done())
 	defer d.factory.Shutdown()
 	defer d.nodeFac.Shutdown()
 	defer d.podFac.Shutdown()
-	for typ, ok := range d.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache of %v did not sync", typ)
-		}
-	}
-	for typ, ok := range d.nodeFac.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache of %v did not sync", typ)
-		}
-	}
-	for typ, ok := range d.podFac.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache of %v did not sync", typ)
+	defer d.peerFac.Shutdown()
+	for _, synced := range []map[reflect.Type]bool{d.factory.WaitForCacheSync(ctx.Done()), d.nodeFac.WaitForCacheSync(ctx.Done()),
+		d.podFac.WaitForCacheSync(ctx.Done()), d.peerFac.WaitForCacheSync(ctx.Done())} {
+		for typ, ok := range synced {
+			if !ok {
+				return fmt.Errorf("informer cache of %v did not sync", typ)
+			}
 		}
 	}
 	if err := d.publisher.Prime(ctx); err != nil {

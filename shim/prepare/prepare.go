@@ -80,6 +80,9 @@ type Plugin struct {
 	OnError  ErrorHandler
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// ClaimTimeout bounds the preparation of one claim (default 10 s), so a
+	// claim whose objects are slow to read cannot hold up the others.
+	ClaimTimeout time.Duration
 }
 
 var _ kubeletplugin.DRAPlugin = (*Plugin)(nil)
@@ -88,13 +91,24 @@ var _ kubeletplugin.DRAPlugin = (*Plugin)(nil)
 func (p *Plugin) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
-		devices, err := p.prepareClaim(ctx, claim)
+		devices, err := p.prepareWithin(ctx, claim)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Prepare failed", "claim", klog.KObj(claim))
 		}
 		out[claim.UID] = kubeletplugin.PrepareResult{Devices: devices, Err: err}
 	}
 	return out, nil
+}
+
+// prepareWithin prepares one claim under its own deadline.
+func (p *Plugin) prepareWithin(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+	timeout := p.ClaimTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return p.prepareClaim(ctx, claim)
 }
 
 func (p *Plugin) prepareClaim(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {

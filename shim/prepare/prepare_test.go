@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -376,5 +377,38 @@ func TestSharedClaimRecordStaysBounded(t *testing.T) {
 	rec, _ := h.store.Get("uid-1")
 	if len(rec.Pods) != 2 || !rec.HasPod(last.UID) {
 		t.Fatalf("record keeps %d pods, want the current one and the one with an attachment: %+v", len(rec.Pods), rec.Pods)
+	}
+}
+
+// slowPods never answers for one pod until the caller gives up.
+type slowPods struct {
+	fakePods
+	slow string
+}
+
+func (s slowPods) Pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	if ns+"/"+name == s.slow {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.fakePods.Pod(ctx, ns, name)
+}
+
+// TestSlowClaimDoesNotStallOthers: a claim whose pod cannot be read fails at
+// its own deadline, and the other claims of the call are prepared.
+func TestSlowClaimDoesNotStallOthers(t *testing.T) {
+	h := newHarness(t)
+	h.plugin.ClaimTimeout = 50 * time.Millisecond
+	h.plugin.Pods = slowPods{fakePods: fakePods{"default/pod-a": pod("default"), "tenant-a/pod-a": pod("tenant-a")}, slow: "tenant-a/pod-a"}
+	slow := claim("tenant-a", "slow", "uid-slow", result("net", "netclass.dev", "red-dev"))
+	fine := claim("default", "fine", "uid-fine", result("net", "netclass.dev", "blue-dev"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got, _ := h.plugin.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{slow, fine})
+	if err := got["uid-slow"].Err; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow claim: %v, want its deadline", err)
+	}
+	if r := got["uid-fine"]; r.Err != nil || len(r.Devices) != 1 {
+		t.Fatalf("the other claim: %+v", r)
 	}
 }

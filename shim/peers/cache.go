@@ -1,0 +1,93 @@
+package peers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Listers implements API from informer caches: resolving a destination makes
+// no API call, whatever the number of destinations, selectors or pods, and a
+// slow or huge tenant namespace cannot stall a Prepare.
+type Listers struct {
+	NamespaceLister corelisters.NamespaceLister
+	PodLister       corelisters.PodLister
+	ClaimLister     resourcelisters.ResourceClaimLister
+}
+
+// NewListers registers, on a factory of cluster-wide informers, the pods,
+// namespaces and ResourceClaims resolution reads. Pods are cached with their
+// metadata only (labels, name, UID): resolution needs nothing else, and a
+// cluster's pods would otherwise cost every node their whole specs. The
+// factory must be started, and synced, by the caller.
+func NewListers(f informers.SharedInformerFactory) (Listers, error) {
+	pods := f.Core().V1().Pods()
+	if err := pods.Informer().SetTransform(metadataOnly); err != nil {
+		return Listers{}, fmt.Errorf("pod informer transform: %w", err)
+	}
+	return Listers{
+		NamespaceLister: f.Core().V1().Namespaces().Lister(),
+		PodLister:       pods.Lister(),
+		ClaimLister:     f.Resource().V1().ResourceClaims().Lister(),
+	}, nil
+}
+
+// metadataOnly keeps what resolution reads of a pod.
+func metadataOnly(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion,
+	}}, nil
+}
+
+var _ cache.TransformFunc = metadataOnly
+
+// Namespaces lists cached namespaces by label.
+func (l Listers) Namespaces(_ context.Context, sel labels.Selector) ([]corev1.Namespace, error) {
+	list, err := l.NamespaceLister.List(sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Namespace, len(list))
+	for i, n := range list {
+		out[i] = *n
+	}
+	return out, nil
+}
+
+// Pods lists a namespace's cached pods by label.
+func (l Listers) Pods(_ context.Context, namespace string, sel labels.Selector) ([]corev1.Pod, error) {
+	list, err := l.PodLister.Pods(namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Pod, len(list))
+	for i, p := range list {
+		out[i] = *p
+	}
+	return out, nil
+}
+
+// Claims lists a namespace's cached ResourceClaims.
+func (l Listers) Claims(_ context.Context, namespace string) ([]resourceapi.ResourceClaim, error) {
+	list, err := l.ClaimLister.ResourceClaims(namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]resourceapi.ResourceClaim, len(list))
+	for i, c := range list {
+		out[i] = *c
+	}
+	return out, nil
+}
