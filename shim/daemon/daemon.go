@@ -6,11 +6,11 @@ package daemon
 
 import (
 	"context"
-	"reflect"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -67,15 +67,15 @@ type Config struct {
 
 // Daemon is a configured netclass-dra.
 type Daemon struct {
-	cfg       Config
-	kube      kubernetes.Interface
-	nc        ncclient.Interface
-	factory   ncinformers.SharedInformerFactory
-	nodeFac   ncinformers.SharedInformerFactory
-	podFac    informers.SharedInformerFactory
+	cfg     Config
+	kube    kubernetes.Interface
+	nc      ncclient.Interface
+	factory ncinformers.SharedInformerFactory
+	nodeFac ncinformers.SharedInformerFactory
+	podFac  informers.SharedInformerFactory
 	// peerFac caches, cluster-wide, what NetworkQoS selectors resolve against.
-	peerFac informers.SharedInformerFactory
-	peers   peers.Listers
+	peerFac   informers.SharedInformerFactory
+	peers     peers.Listers
 	publisher *publish.Publisher
 	store     *checkpoint.Store
 	runtime   *runtime.Plugin
