@@ -11,13 +11,25 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// healthHandler answers the kubelet's probes: /healthz while the daemon
-// serves, /readyz once ready is closed (registered with the kubelet and
-// first connected to NRI; it stays ready across NRI reconnections), so a
-// DaemonSet rollout waits for a node's daemon to serve before it moves on.
-func healthHandler(ready <-chan struct{}) http.Handler {
+// livenessWait is how long /healthz waits for the work loop to answer.
+const livenessWait = 5 * time.Second
+
+// healthHandler answers the kubelet's probes: /healthz while the daemon's
+// work loop answers (live: the lock every sandbox, Unprepare and
+// reconciliation takes is free within livenessWait; a wedged loop fails the
+// liveness probe and the kubelet restarts the daemon), /readyz once ready is
+// closed (registered with the kubelet and first connected to NRI; it stays
+// ready across NRI reconnections), so a DaemonSet rollout waits for a node's
+// daemon to serve before it moves on.
+func healthHandler(ready <-chan struct{}, live func(context.Context) error) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), livenessWait)
+		defer cancel()
+		if err := live(ctx); err != nil {
+			http.Error(w, fmt.Sprintf("the work loop does not answer: %v", err), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -50,7 +62,7 @@ func (d *Daemon) startHealth(ctx context.Context, l net.Listener) (stop func()) 
 	if l == nil {
 		return func() {}
 	}
-	srv := &http.Server{Handler: healthHandler(d.registered), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: healthHandler(d.registered, d.runtime.Responsive), ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

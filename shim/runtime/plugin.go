@@ -104,6 +104,23 @@ func (p *Plugin) acquire(ctx context.Context) error {
 
 func (p *Plugin) release() { <-p.sem }
 
+// Hold takes the work loop's lock until the returned release is called (for
+// callers that must keep every sandbox out, and for tests of a wedged loop).
+func (p *Plugin) Hold() (release func()) {
+	p.sem <- struct{}{}
+	return p.release
+}
+
+// Responsive reports whether the work loop answers: its lock, which every
+// sandbox, Unprepare and reconciliation takes, is free before ctx ends.
+func (p *Plugin) Responsive(ctx context.Context) error {
+	if err := p.acquire(ctx); err != nil {
+		return err
+	}
+	p.release()
+	return nil
+}
+
 // setBudget tells the plugin where NRI's request timeout is read from.
 func (p *Plugin) setBudget(budget func() time.Duration) {
 	p.budgetMu.Lock()
