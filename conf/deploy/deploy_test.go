@@ -92,55 +92,6 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // cluster-wide), resource name ("" for any).
 type need struct{ group, resource, verb, namespace, name string }
 
-// controllerNeeds is what controller/ calls, by reconciler (see controller/README.md).
-var controllerNeeds = func() []need {
-	var n []need
-	add := func(group, resource string, verbs ...string) {
-		for _, v := range verbs {
-			n = append(n, need{group: group, resource: resource, verb: v})
-		}
-	}
-	add("multinetwork.networking.k8s.io", "podnetworks", "list", "watch", "update")
-	add("multinetwork.networking.k8s.io", "podnetworks/status", "update")
-	add("multinetwork.networking.k8s.io", "networkclasses", "list", "watch")
-	add("multinetwork.networking.k8s.io", "networkclasses/status", "update")
-	add("netclass.dev", "clusternetworks", "list", "watch")
-	add("netclass.dev", "clusternetworks/status", "update")
-	add("netclass.dev", "clusternetworks/finalizers", "update")
-	add("netclass.dev", "nodenetworks", "list", "watch", "create", "update", "delete")
-	add("netclass.dev", "nodenetworks/status", "update")
-	add("netclass.dev", "networks", "list", "watch")
-	add("netclass.dev", "networks/status", "update")
-	add("netclass.dev", "networkqoses", "list", "watch")
-	add("netclass.dev", "networkqoses/status", "update")
-	add("", "nodes", "list", "watch", "patch")
-	add("resource.k8s.io", "resourceclaims", "list", "watch")
-	add("resource.k8s.io", "resourceslices", "list", "watch")
-	add("", "events", "create", "patch")
-	for _, v := range []string{"get", "update"} {
-		n = append(n, need{"coordination.k8s.io", "leases", v, "netclass-system", "netclass-controller"})
-	}
-	return append(n, need{"coordination.k8s.io", "leases", "create", "netclass-system", ""})
-}
-
-// draNeeds is what the issue and DESIGN.md give netclass-dra.
-var draNeeds = []need{
-	{"resource.k8s.io", "resourceslices", "create", "", ""},
-	{"resource.k8s.io", "resourceslices", "update", "", ""},
-	{"resource.k8s.io", "resourceslices", "delete", "", ""},
-	{"resource.k8s.io", "resourceslices", "list", "", ""},
-	{"resource.k8s.io", "resourceclaims", "get", "", ""},
-	{"resource.k8s.io", "resourceclaims", "watch", "", ""},
-	{"resource.k8s.io", "resourceclaims/status", "patch", "", ""},
-	{"resource.k8s.io", "resourceclaims/driver", "associated-node:update", "", "netclass.dev"},
-	{"resource.k8s.io", "resourceclaims/driver", "associated-node:patch", "", "netclass.dev"},
-	{"", "nodes", "get", "", ""},
-	{"", "pods", "list", "", ""},
-	{"", "events", "create", "", ""},
-	{"netclass.dev", "nodenetworks/status", "patch", "", ""},
-	{"coordination.k8s.io", "leases", "update", "netclass-system", "x"},
-}
-
 // rulesFor collects the rules bound to a service account, with the namespace they hold in.
 type boundRule struct {
 	rule      rbacv1.PolicyRule
@@ -194,29 +145,6 @@ func allows(rules []boundRule, n need) bool {
 		}
 	}
 	return false
-}
-
-func TestRBACCoversCalls(t *testing.T) {
-	objs := decodeAll(t, "*.yaml")
-	for sa, needs := range map[string][]need{"netclass-controller": controllerNeeds(), "netclass-dra": draNeeds} {
-		rules := rulesFor(objs, sa)
-		for _, n := range needs {
-			if !allows(rules, n) {
-				t.Errorf("%s may not %s %s.%s (namespace %q, name %q)", sa, n.verb, n.resource, n.group, n.namespace, n.name)
-			}
-		}
-		for _, br := range rules {
-			if slices.Contains(br.rule.Verbs, "*") || slices.Contains(br.rule.Resources, "*") || slices.Contains(br.rule.APIGroups, "*") {
-				t.Errorf("%s has a wildcard rule %+v", sa, br.rule)
-			}
-		}
-	}
-	// Least privilege: the controller never writes claims, slices or pods.
-	for _, n := range []need{{"resource.k8s.io", "resourceclaims", "update", "", ""}, {"resource.k8s.io", "resourceslices", "create", "", ""}, {"", "nodes", "update", "", ""}, {"", "pods", "list", "", ""}} {
-		if allows(rulesFor(objs, "netclass-controller"), n) {
-			t.Errorf("netclass-controller may %s %s, which it never does", n.verb, n.resource)
-		}
-	}
 }
 
 func TestDaemonSetAndDeployment(t *testing.T) {
