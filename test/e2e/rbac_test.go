@@ -66,7 +66,9 @@ func TestDeployedPrivileges(t *testing.T) {
 	if err := patch(`{"metadata":{"labels":{"` + label + `":"true"}}}`); err != nil {
 		t.Fatalf("the controller cannot set its own label: %v", err)
 	}
-	t.Cleanup(func() { e.Kube.CoreV1().Nodes().Patch(context.Background(), e.Node, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+label+`":null}}}`), metav1.PatchOptions{}) })
+	t.Cleanup(func() {
+		e.Kube.CoreV1().Nodes().Patch(context.Background(), e.Node, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+label+`":null}}}`), metav1.PatchOptions{})
+	})
 	for name, body := range map[string]string{
 		"a foreign label":             `{"metadata":{"labels":{"e2e-evil":"x"}}}`,
 		"its label to another value":  `{"metadata":{"labels":{"` + label + `":"yes"}}}`,
