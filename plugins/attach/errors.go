@@ -6,6 +6,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 )
 
@@ -43,7 +44,11 @@ func Unavailable(err error) error {
 // 999 carrying the message (and, when given, the undo failures as details).
 func Internal(err error, undoErr error) error {
 	var e *types.Error
-	if errors.As(err, &e) {
+	var owned *link.OwnedError
+	if errors.As(err, &owned) {
+		e = types.NewError(types.ErrInvalidNetworkConfig, owned.Error(), "")
+	}
+	if e != nil || errors.As(err, &e) {
 		if undoErr != nil {
 			e.Details = joinDetails(e.Details, "cleanup after failure: "+undoErr.Error())
 		}

@@ -150,7 +150,7 @@ func allocateAndCreate(ctx context.Context, c *netconf.Bridge, p *bridgeport.Por
 	err := attach.Parallel(
 		func() error { res, ipamErr = ipam.Add(ctx); return ipamErr },
 		func() error {
-			if br, createErr = link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode}); createErr != nil {
+			if br, createErr = link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode, Owner: c.Name}); createErr != nil {
 				return createErr
 			}
 			p.BridgeIndex = br.Attrs().Index

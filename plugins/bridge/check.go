@@ -30,6 +30,9 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return err
 	}
 	br, err := link.ByName(c.BrName)
+	if err == nil {
+		err = link.CheckOwner(br, c.Name)
+	}
 	if err != nil {
 		return attach.Internal(err, nil)
 	}

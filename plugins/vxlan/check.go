@@ -54,5 +54,8 @@ func checkShared(c *netconf.VXLAN) error {
 	if err != nil {
 		return err
 	}
+	if err := link.CheckOwner(br, c.Name); err != nil {
+		return err
+	}
 	return link.CheckVXLAN(u.spec(c, br.Attrs().Index), c.RemoteIPs)
 }

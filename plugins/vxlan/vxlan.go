@@ -95,7 +95,7 @@ func underlayDevice(c *netconf.VXLAN) (netlink.Link, error) {
 func (u underlay) spec(c *netconf.VXLAN, bridgeIndex int) link.VXLANSpec {
 	return link.VXLANSpec{
 		Name: c.DeviceName(), VNI: c.VNI, Port: c.Port, Local: u.local, Group: c.GroupIP,
-		MasterIndex: u.masterIndex, Learning: *c.Learning, MTU: u.mtu, BridgeIndex: bridgeIndex,
+		MasterIndex: u.masterIndex, Learning: *c.Learning, MTU: u.mtu, BridgeIndex: bridgeIndex, Owner: c.Name,
 	}
 }
 

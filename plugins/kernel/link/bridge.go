@@ -14,13 +14,20 @@ type BridgeSpec struct {
 	Name    string
 	MTU     int
 	Promisc bool
+	// Owner is the network the bridge serves: a bridge netclass creates is
+	// tagged with it, and a bridge tagged by another network is refused.
+	Owner string
 }
 
 // EnsureBridge returns the named bridge, creating it when absent. Concurrent
-// callers may race to create it: the loser finds the winner's bridge.
+// callers may race to create it: the loser finds the winner's bridge. A
+// bridge another network owns is an *OwnedError.
 func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 	br, err := findBridge(s.Name)
 	if err == nil {
+		if err := CheckOwner(br, s.Owner); err != nil {
+			return nil, err
+		}
 		return br, setBridgeState(br, s)
 	}
 	if !IsNotFound(err) {
@@ -30,10 +37,22 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 	attrs.Name = s.Name
 	attrs.MTU = s.MTU
 	attrs.Flags = 0
-	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
-		return nil, fmt.Errorf("create bridge %q: %w", s.Name, err)
+	created := true
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
+		if !errors.Is(err, syscall.EEXIST) {
+			return nil, fmt.Errorf("create bridge %q: %w", s.Name, err)
+		}
+		created = false
 	}
 	if br, err = findBridge(s.Name); err != nil {
+		return nil, err
+	}
+	if created {
+		err = tag(br, s.Owner)
+	} else {
+		err = CheckOwner(br, s.Owner)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return br, setBridgeState(br, s)

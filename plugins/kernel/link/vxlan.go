@@ -24,6 +24,8 @@ type VXLANSpec struct {
 	Learning    bool
 	MTU         int
 	BridgeIndex int // bridge the device is a port of
+	// Owner is the network the device serves (see BridgeSpec.Owner).
+	Owner string
 }
 
 // EnsureVXLAN returns the VXLAN device, creating it (enslaved to the bridge
@@ -41,9 +43,15 @@ func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
 			return nil, fmt.Errorf("create vxlan %q: %w", s.Name, err)
 		}
-		vx, err = findVXLAN(s.Name)
+		created := err == nil
+		if vx, err = findVXLAN(s.Name); err == nil && created {
+			err = tag(vx, s.Owner)
+		}
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckOwner(vx, s.Owner); err != nil {
 		return nil, err
 	}
 	if diff := vxlanDiff(vx, s); diff != "" {
@@ -57,6 +65,9 @@ func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 func CheckVXLAN(s VXLANSpec, remotes []netip.Addr) error {
 	vx, err := findVXLAN(s.Name)
 	if err != nil {
+		return err
+	}
+	if err := CheckOwner(vx, s.Owner); err != nil {
 		return err
 	}
 	if diff := vxlanDiff(vx, s); diff != "" {

@@ -1,0 +1,48 @@
+package vxlan
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netclass-dev/netclass/test/cnitest"
+)
+
+// TestVNIBelongsToOneNetwork: a VNI's devices are tagged with the network
+// that created them; another network on the same VNI is refused (code 7,
+// both names) without leaving anything, and its DEL never removes the owner's
+// devices.
+func TestVNIBelongsToOneNetwork(t *testing.T) {
+	a, _ := twoNodes(t)
+	a.Add(t, plugin, a.conf(t, "blue", 4711, "10.60.0.0/24", "10.60.0.10", "10.60.0.10", nil), cnitest.NewPod(t), "net1")
+	for _, dev := range []string{"ncbr4711", "ncvx4711"} {
+		out, err := exec.Command("ip", "-n", a.NS.Name, "-d", "link", "show", dev).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "alias netclass.dev/network=blue") {
+			t.Fatalf("%s is not tagged with blue (%v):\n%s", dev, err, out)
+		}
+	}
+	red := a.conf(t, "red", 4711, "10.61.0.0/24", "10.61.0.10", "10.61.0.10", nil)
+	p := cnitest.NewPod(t)
+	_, err := a.Exec(p.Call(plugin, "ADD", "net1", red))
+	var e *types.Error
+	if !errors.As(err, &e) || e.Code != types.ErrInvalidNetworkConfig || !strings.Contains(e.Msg, `"blue"`) || !strings.Contains(e.Msg, `"red"`) {
+		t.Fatalf("ADD of red on VNI 4711: %v, want CNI error 7 naming both networks", err)
+	}
+	if p.NS.HasLink(t, "net1") {
+		t.Error("the refused ADD left the pod's interface")
+	}
+	// red's DEL (nothing of its own is left) must not delete blue's devices.
+	if _, err := a.Exec(p.Call(plugin, "DEL", "net1", red)); err != nil {
+		t.Fatalf("DEL of the refused attachment: %v", err)
+	}
+	for _, dev := range []string{"ncbr4711", "ncvx4711"} {
+		if !a.NS.HasLink(t, dev) {
+			t.Fatalf("red's DEL removed blue's %s", dev)
+		}
+	}
+	// red's only address was released: a red ADD on its own VNI succeeds.
+	a.Add(t, plugin, a.conf(t, "red", 4712, "10.61.0.0/24", "10.61.0.10", "10.61.0.10", nil), cnitest.NewPod(t), "net1")
+}
