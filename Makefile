@@ -82,9 +82,11 @@ test-testbed: build
 		-timeout $(TESTBED_TIMEOUT) $(TESTBED_PKGS) || status=$$?; \
 	$(MAKE) uninstall; $(MAKE) testbed-down; exit $$status
 
-# staticcheck skips api/generated: code-generator's output is not ours to edit.
+# gofmt, go mod tidy, go vet, staticcheck (it skips api/generated: code-generator's output
+# is not ours to edit).
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy (run go mod tidy):"; $(GO) mod tidy -diff; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest,testbed ./...
 	$(STATICCHECK) $$($(GO) list ./... | grep -v /api/generated/)
