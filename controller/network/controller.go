@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -26,6 +25,7 @@ import (
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/segment"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
 
@@ -136,19 +136,7 @@ func (c *Controller) overlapping(seg netspec.Segment) []string {
 
 // holders lists every object that may hold a segment.
 func (c *Controller) holders() ([]netspec.Holder, error) {
-	pns, err := c.podNetworks.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list podnetworks: %w", err)
-	}
-	nets, err := c.networks.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list networks: %w", err)
-	}
-	cns, err := c.clusterNetworks.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list clusternetworks: %w", err)
-	}
-	return netspec.Holders(pns, nets, cns), nil
+	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networks, ClusterNetworks: c.clusterNetworks}.Holders()
 }
 
 func (c *Controller) clusterKeys(obj any) []string {

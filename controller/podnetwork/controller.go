@@ -29,6 +29,7 @@ import (
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/segment"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
 
@@ -166,19 +167,7 @@ func (c *Controller) overlapping(seg netspec.Segment) []string {
 
 // holders lists every object that may hold a segment.
 func (c *Controller) holders() ([]netspec.Holder, error) {
-	pns, err := c.podNetworks.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list podnetworks: %w", err)
-	}
-	nets, err := c.networks.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list networks: %w", err)
-	}
-	cns, err := c.clusterNets.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list clusternetworks: %w", err)
-	}
-	return netspec.Holders(pns, nets, cns), nil
+	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networks, ClusterNetworks: c.clusterNets}.Holders()
 }
 
 // sliceKeys: the PodNetworks the slice's netclass.dev devices name.

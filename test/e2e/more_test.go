@@ -107,18 +107,8 @@ func TestInterfaceNames(t *testing.T) {
 // as many pods as slots attach, the next one is not scheduled.
 func TestSlotFallback(t *testing.T) {
 	e := harness.Shared(t)
-	restartWith := func(extra ...string) {
-		t.Helper()
-		if err := e.DRA.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		e.DRA.Extra = extra
-		if err := e.DRA.Start(time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	restartWith("--no-shared-devices", "--fallback-slots=2")
-	t.Cleanup(func() { restartWith() })
+	e.DRA.RestartWith(t, "--no-shared-devices", "--fallback-slots=2")
+	t.Cleanup(func() { e.DRA.RestartWith(t) })
 	class := e.Class(t, harness.PodNetworkKind)
 	bridge, pn := "e2e"+harness.Unique(6), "e2e-slots-"+harness.Unique(6)
 	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), nil, bridge)

@@ -155,18 +155,8 @@ spec:
 // guard of conf/deploy), or it would hold the slot the owner needs.
 func TestSlotsStayInTheirNamespace(t *testing.T) {
 	e := harness.Shared(t)
-	restart := func(extra ...string) {
-		t.Helper()
-		if err := e.DRA.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		e.DRA.Extra = extra
-		if err := e.DRA.Start(time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	restart("--no-shared-devices", "--fallback-slots=1")
-	t.Cleanup(func() { restart() })
+	e.DRA.RestartWith(t, "--no-shared-devices", "--fallback-slots=1")
+	t.Cleanup(func() { e.DRA.RestartWith(t) })
 	class := e.Class(t, harness.NetworkKind)
 	vni := harness.RandomVNI()
 	cluster := e.VXLANCluster(t, vni)

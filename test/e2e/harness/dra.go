@@ -231,3 +231,16 @@ func (d *DRA) Failf(t testing.TB, format string, args ...any) {
 	t.Helper()
 	t.Fatalf("%s\nnetclass-dra log:%s", fmt.Sprintf(format, args...), d.Tail(40))
 }
+
+// RestartWith stops the daemon and starts it again with extra flags (none:
+// the defaults), failing the test if either step fails.
+func (d *DRA) RestartWith(t testing.TB, extra ...string) {
+	t.Helper()
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	d.Extra = extra
+	if err := d.Start(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
