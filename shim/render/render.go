@@ -16,6 +16,17 @@ import (
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
+// Where the attachments netclass-dra makes keep their state on the node:
+// apart from any other CNI user's (a Multus network or cnitool with the same
+// network name), so that the CNI GC netclass-dra runs with its own valid
+// attachments never removes theirs. An admin's explicit dataDir is kept.
+const (
+	// StateDir is the plugins' dataDir (attachment records, per-VNI locks).
+	StateDir = "/var/lib/cni/netclass-dra"
+	// IPAMStateDir is host-local's dataDir (address reservations).
+	IPAMStateDir = StateDir + "/networks"
+)
+
 // Input is one attachment to render.
 type Input struct {
 	Network network.Network
@@ -50,10 +61,11 @@ func ConfList(in Input) ([]byte, error) {
 	delete(main, "name")
 	delete(main, "cniVersion")
 	setCapabilities(main, in.Config, in.DeviceID != "")
+	setStateDirs(main)
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
 		chained := qos.Merge(eff, &qos.Spec{Egress: append(append([]qos.Rule{}, egressOf(eff)...), in.Rules...)})
-		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": chained})
+		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": chained, "dataDir": main["dataDir"]})
 	} else if !eff.IsZero() {
 		main["qos"] = eff
 	}
@@ -116,6 +128,19 @@ func egressOf(s *qos.Spec) []qos.Rule {
 		return nil
 	}
 	return s.Egress
+}
+
+// setStateDirs puts the state of netclass-dra's attachments under StateDir
+// unless the network's config names a place.
+func setStateDirs(main map[string]any) {
+	if _, ok := main["dataDir"]; !ok {
+		main["dataDir"] = StateDir
+	}
+	if ipam, ok := main["ipam"].(map[string]any); ok && ipam["type"] == "host-local" {
+		if _, set := ipam["dataDir"]; !set {
+			ipam["dataDir"] = IPAMStateDir
+		}
+	}
 }
 
 func setCapabilities(main map[string]any, cfg *attachment.Config, deviceID bool) {

@@ -238,3 +238,34 @@ func TestRules(t *testing.T) {
 		t.Fatal("selectors without a resolver were not reported")
 	}
 }
+
+// TestStateApartFromOtherCNIUsers: netclass-dra's attachments keep their
+// plugin records and host-local reservations under StateDir, so its CNI GC
+// (valid attachments: its own) never removes those of another CNI user with
+// the same network name; a dataDir the network names is kept.
+func TestStateApartFromOtherCNIUsers(t *testing.T) {
+	l := decode(t, mustConfList(t, Input{Network: bridgeNet(""), Rules: []qos.Rule{{Priority: 1, DSCP: ptrInt(8)}}}))
+	if l.Plugins[0]["dataDir"] != StateDir || l.Plugins[1]["dataDir"] != StateDir {
+		t.Errorf("plugin dataDirs %v, %v: want %s", l.Plugins[0]["dataDir"], l.Plugins[1]["dataDir"], StateDir)
+	}
+	if ipam := l.Plugins[0]["ipam"].(map[string]any); ipam["dataDir"] != IPAMStateDir {
+		t.Errorf("host-local dataDir %v, want %s", ipam["dataDir"], IPAMStateDir)
+	}
+	own := bridgeNet(`"dataDir":"/srv/cni",`)
+	own.Config = json.RawMessage(strings.Replace(string(own.Config), `"type":"host-local"`, `"type":"host-local","dataDir":"/srv/ipam"`, 1))
+	l = decode(t, mustConfList(t, Input{Network: own}))
+	if l.Plugins[0]["dataDir"] != "/srv/cni" || l.Plugins[0]["ipam"].(map[string]any)["dataDir"] != "/srv/ipam" {
+		t.Errorf("an admin's dataDirs were replaced: %v", l.Plugins[0])
+	}
+}
+
+func mustConfList(t *testing.T, in Input) []byte {
+	t.Helper()
+	out, err := ConfList(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func ptrInt(v int) *int { return &v }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -71,7 +72,7 @@ func TestDeletePodFreesAddress(t *testing.T) {
 	if got := harness.Addr(t, entry); got != only {
 		t.Fatalf("first pod got %s, want the only address %s", got, only)
 	}
-	reservation := filepath.Join("/var/lib/cni/networks", pn, only)
+	reservation := filepath.Join(render.IPAMStateDir, pn, only)
 	if _, err := os.Stat(reservation); err != nil {
 		t.Fatalf("no IPAM reservation for %s: %v", only, err)
 	}

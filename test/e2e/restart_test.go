@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netclass-dev/netclass/shim/cni"
+	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/testbed"
@@ -20,7 +21,7 @@ import (
 // reservations lists the addresses host-local holds for a network.
 func reservations(t *testing.T, network string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join("/var/lib/cni/networks", network))
+	entries, err := os.ReadDir(filepath.Join(render.IPAMStateDir, network))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

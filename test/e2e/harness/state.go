@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/render"
 )
 
 // Checkpoint reads the daemon's claim records without touching them (the
@@ -62,7 +63,7 @@ func (e *Env) Attachment(t testing.TB, pod types.UID, ifname string) checkpoint.
 }
 
 // hostStateDirs are where the plugins keep per-network state on the host.
-var hostStateDirs = []string{"/var/lib/cni/networks", "/var/lib/cni/netclass"}
+var hostStateDirs = []string{render.IPAMStateDir, render.StateDir}
 
 // ForgetNetwork registers a network's CNI name (and VNI, 0 for none) whose
 // host state directories the harness removes at the end of the package,
@@ -101,7 +102,7 @@ func (e *Env) removeNetworkState() error {
 			os.RemoveAll(dir)
 		}
 		if f.vni != 0 {
-			os.Remove(filepath.Join("/var/lib/cni/netclass/locks", fmt.Sprintf("vxlan-%d.lock", f.vni)))
+			os.Remove(filepath.Join(render.StateDir, "locks", fmt.Sprintf("vxlan-%d.lock", f.vni)))
 		}
 	}
 	if len(leaks) > 0 {
