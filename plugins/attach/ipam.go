@@ -17,6 +17,10 @@ type IPAM struct {
 	Conf []byte
 }
 
+// NeedsInterface reports whether the IPAM plugin needs the pod's interface to
+// exist before it can allocate: dhcp's daemon acquires the lease from it.
+func (i IPAM) NeedsInterface() bool { return i.Type == "dhcp" }
+
 // Add allocates addresses and returns them as a current-version result.
 func (i IPAM) Add(ctx context.Context) (*current.Result, error) {
 	if i.Type == "" {

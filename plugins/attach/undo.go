@@ -42,3 +42,17 @@ func Parallel(steps ...func() error) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// WithIPAM runs IPAM allocation (alloc) and interface creation (create)
+// concurrently, or — when the IPAM plugin needs the pod's interface to
+// allocate, as dhcp does (its daemon sends from the interface) — creation
+// first. Both errors are returned, as Parallel does.
+func WithIPAM(ipam IPAM, alloc, create func() error) error {
+	if ipam.NeedsInterface() {
+		if err := create(); err != nil {
+			return err
+		}
+		return alloc()
+	}
+	return Parallel(alloc, create)
+}

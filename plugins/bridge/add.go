@@ -147,7 +147,7 @@ func allocateAndCreate(ctx context.Context, c *netconf.Bridge, p *bridgeport.Por
 		ipamErr, createErr error
 	)
 	ipam := ipamOf(c)
-	err := attach.Parallel(
+	err := attach.WithIPAM(ipam,
 		func() error { res, ipamErr = ipam.Add(ctx); return ipamErr },
 		func() error {
 			if br, createErr = link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode, Owner: c.Name}); createErr != nil {

@@ -68,7 +68,7 @@ func allocateAndCreate(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs,
 		res                *current.Result
 		ipamErr, createErr error
 	)
-	err := attach.Parallel(
+	err := attach.WithIPAM(ipamOf(c),
 		func() error { res, ipamErr = ipamOf(c).Add(ctx); return ipamErr },
 		func() error { createErr = create(c, args, m); return createErr },
 	)

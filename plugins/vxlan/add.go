@@ -46,14 +46,27 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 		return nil, err
 	}
 	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
-	res, err := ipamOf(c).Add(ctx)
-	if err != nil {
-		return nil, err
+	var res *current.Result
+	allocate := func() (err error) {
+		if res, err = ipamOf(c).Add(ctx); err == nil {
+			undo.Push(func() error { return ipamOf(c).Del(ctx) })
+		}
+		return err
 	}
-	undo.Push(func() error { return ipamOf(c).Del(ctx) })
+	// dhcp acquires its lease from the pod's interface: it must exist first
+	if !ipamOf(c).NeedsInterface() {
+		if err := allocate(); err != nil {
+			return nil, err
+		}
+	}
 	br, host, err := join(c, u, &p, undo)
 	if err != nil {
 		return nil, err
+	}
+	if ipamOf(c).NeedsInterface() {
+		if err := allocate(); err != nil {
+			return nil, err
+		}
 	}
 	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
 	if _, err := p.Configure(res); err != nil {
