@@ -2,6 +2,7 @@ package netspec_test
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -55,36 +56,43 @@ func TestNetwork(t *testing.T) {
 	red.Spec.MTU = i32(1400)
 	blue := network("blue", "overlay", nil, i32(5001))
 	blue.Spec.IPAM = raw(`{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/24"}]]}`)
-	node := &ncv1.NodeNetwork{
-		Spec:   ncv1.NodeNetworkSpec{Options: ncv1.Options{VXLAN: &ncv1.VXLANOptions{Remotes: []ncv1.IPAddress{"192.0.2.21"}}}},
-		Status: ncv1.NodeNetworkStatus{Master: "ens5"},
-	}
+	nodeOpts := &ncv1.Options{VXLAN: &ncv1.VXLANOptions{Remotes: []ncv1.IPAddress{"192.0.2.21"}}}
+	node := &netspec.Node{Master: "ens5", Local: netip.MustParseAddr("192.0.2.20"), Index: 2}
+	noMaster := vlanCN(`{"type":"dhcp"}`)
+	noMaster.Spec.DefaultOptions = nil
 	for _, tc := range []struct {
 		name string
 		net  *ncv1.Network
 		cn   *ncv1.ClusterNetwork
-		nn   *ncv1.NodeNetwork
+		opts *ncv1.Options
+		node *netspec.Node
 		want string
 	}{
-		{"vlan", red, vlanCN(`{"type":"dhcp"}`), nil,
-			`{"ipam":{"type":"dhcp"},"master":"eth1","mtu":1400,"qos":{"dscp":46,"egressBurst":10000,"egressRate":1000000},"type":"netclass-vlan","vlanId":100}`},
-		{"vxlan without a node: master left to the node", blue, vxlanCN(), nil,
-			`{"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"},"port":4789,"remotes":["192.0.2.11","192.0.2.12"],"type":"netclass-vxlan","vni":5001}`},
-		{"vxlan on a node: its options and its resolved master", blue, vxlanCN(), node,
-			`{"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"},"master":"ens5","remotes":["192.0.2.21"],"type":"netclass-vxlan","vni":5001}`},
+		{"vlan", red, vlanCN(`{"type":"dhcp"}`), nil, nil,
+			`{"type":"netclass-vlan","vlanId":100,"master":"eth1","mtu":1400,"ipam":{"type":"dhcp"},"qos":{"egressRate":1000000,"egressBurst":10000,"dscp":46}}`},
+		{"vlan without master on a node: the node's underlay device", red, noMaster, nil, node,
+			`{"type":"netclass-vlan","vlanId":100,"master":"ens5","mtu":1400,"ipam":{"type":"dhcp"},"qos":{"egressRate":1000000,"egressBurst":10000,"dscp":46}}`},
+		{"vxlan without a node: master left to the node, ranges not carved", blue, vxlanCN(), nil, nil,
+			`{"type":"netclass-vxlan","vni":5001,"remotes":["192.0.2.11","192.0.2.12"],"port":4789,"ipam":{"ranges":[[{"subnet":"10.30.0.0/24"}]],"type":"host-local"}}`},
+		{"vxlan on a node: its options, its master and address, its block", blue, vxlanCN(), nodeOpts, node,
+			`{"type":"netclass-vxlan","vni":5001,"master":"ens5","local":"192.0.2.20","remotes":["192.0.2.21"],"ipam":{"ranges":[[{"subnet":"10.30.0.0/24","rangeStart":"10.30.0.32","rangeEnd":"10.30.0.47"}]],"type":"host-local"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := netspec.Network(tc.net, tc.cn, tc.nn)
+			cfg, err := netspec.Network(tc.net, tc.cn, tc.opts, tc.node)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := json.Marshal(cfg); string(got) != tc.want {
-				t.Errorf("config\n got %s\nwant %s", got, tc.want)
+			if string(cfg) != tc.want {
+				t.Errorf("config\n got %s\nwant %s", cfg, tc.want)
 			}
 		})
 	}
-	if _, err := netspec.Network(network("x", "trunk", nil, i32(3)), vlanCN(`{"type":"dhcp"}`), nil); err == nil || !strings.Contains(err.Error(), "spec.vlanId") {
+	if _, err := netspec.Network(network("x", "trunk", nil, i32(3)), vlanCN(`{"type":"dhcp"}`), nil, nil); err == nil || !strings.Contains(err.Error(), "spec.vlanId") {
 		t.Errorf("type mismatch: %v", err)
+	}
+	unassigned := &netspec.Node{Master: "ens5", Index: -1}
+	if _, err := netspec.Network(blue, vxlanCN(), nil, unassigned); err == nil || !strings.Contains(err.Error(), "node index") {
+		t.Errorf("host-local on a node without an index: %v", err)
 	}
 }
 

@@ -40,34 +40,82 @@ func TypeMismatch(n *ncv1.Network, cn *ncv1.ClusterNetwork) string {
 	return ""
 }
 
-// Network renders the plugin config of n under cn in the form of a
-// netclass.dev PodNetwork's parameters (type, plugin options, vlanId or vni,
-// ipam, qos, mtu; no cniVersion or name) and validates it with conf/netconf.
-// nn is the NodeNetwork of cn on the node rendering it: its options (the
-// ClusterNetwork's defaults plus what the controller computed for the node,
-// such as VXLAN remotes) replace the defaults, and the master it resolved is
-// used when the options leave master and local to the node. Without nn (the
-// controller) the config is validated with a stand-in master.
-func Network(n *ncv1.Network, cn *ncv1.ClusterNetwork, nn *ncv1.NodeNetwork) (map[string]any, error) {
+// mainConfig is the main-plugin configuration of a Network, in the form of a
+// netclass.dev PodNetwork's parameters (no cniVersion or name): the keys of
+// netclass-vlan and netclass-vxlan that a Network can set (conf/netconf).
+type mainConfig struct {
+	Type     string          `json:"type"`
+	VLANID   *int32          `json:"vlanId,omitempty"`
+	VNI      *int32          `json:"vni,omitempty"`
+	Master   string          `json:"master,omitempty"`
+	Local    string          `json:"local,omitempty"`
+	Group    string          `json:"group,omitempty"`
+	Remotes  []string        `json:"remotes,omitempty"`
+	Port     *int32          `json:"port,omitempty"`
+	Learning *bool           `json:"learning,omitempty"`
+	MTU      *int32          `json:"mtu,omitempty"`
+	IPAM     json.RawMessage `json:"ipam,omitempty"`
+	QoS      *interfaceQoS   `json:"qos,omitempty"`
+}
+
+// interfaceQoS is the interface-wide part of the plugins' qos block.
+type interfaceQoS struct {
+	IngressRate  *int64 `json:"ingressRate,omitempty"`
+	IngressBurst *int64 `json:"ingressBurst,omitempty"`
+	EgressRate   *int64 `json:"egressRate,omitempty"`
+	EgressBurst  *int64 `json:"egressBurst,omitempty"`
+	DSCP         *int32 `json:"dscp,omitempty"`
+}
+
+// Network renders the main-plugin config of n under cn, in the form of a
+// netclass.dev PodNetwork's parameters, and validates it with conf/netconf.
+// opts are the options in effect: on a node, its NodeNetwork's (the
+// ClusterNetwork's defaults plus what the controller decided for the node,
+// such as automatic VXLAN remotes); nil means the ClusterNetwork's defaults.
+// node holds what the rendering node resolved itself (its underlay device
+// and address, used where the options leave them to the node, and its
+// index, which picks its block of host-local ranges). Without a node (the
+// controller) the config is validated with a stand-in master and block 0.
+func Network(n *ncv1.Network, cn *ncv1.ClusterNetwork, opts *ncv1.Options, node *Node) (json.RawMessage, error) {
 	if msg := TypeMismatch(n, cn); msg != "" {
 		return nil, fmt.Errorf("%s", msg)
 	}
-	cfg := map[string]any{"type": string(cn.Spec.Type)}
-	opts := ncv1.Options{}
-	if cn.Spec.DefaultOptions != nil {
-		opts = *cn.Spec.DefaultOptions
+	if opts == nil {
+		opts = &ncv1.Options{}
+		if cn.Spec.DefaultOptions != nil {
+			opts = cn.Spec.DefaultOptions
+		}
 	}
-	if nn != nil {
-		opts = nn.Spec.Options
-	}
+	cfg := mainConfig{Type: string(cn.Spec.Type)}
 	if cn.Spec.Type == ncv1.NetworkTypeVLAN {
-		renderVLAN(cfg, n, opts.VLAN)
+		renderVLAN(&cfg, n, opts.VLAN, node)
 	} else {
-		renderVXLAN(cfg, n, opts.VXLAN)
+		renderVXLAN(&cfg, n, opts.VXLAN, node)
 	}
 	if n.Spec.MTU != nil {
-		cfg["mtu"] = *n.Spec.MTU
+		cfg.MTU = n.Spec.MTU
 	}
+	var err error
+	if cfg.IPAM, err = networkIPAM(n, cn, node); err != nil {
+		return nil, err
+	}
+	cfg.QoS = mergeQoS(cn.Spec.QoS, n.Spec.QoS)
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	if err := validate(n.Name, raw); err != nil {
+		return nil, err
+	}
+	if node == nil && cfg.Master == standInMaster {
+		cfg.Master = "" // left to each node
+		return json.Marshal(cfg)
+	}
+	return raw, nil
+}
+
+// networkIPAM is the Network's IPAM (TenantIPAM), narrowed to the node's block.
+func networkIPAM(n *ncv1.Network, cn *ncv1.ClusterNetwork, node *Node) (json.RawMessage, error) {
 	var cluster, tenant []byte
 	if cn.Spec.IPAM != nil {
 		cluster = cn.Spec.IPAM.Raw
@@ -76,103 +124,84 @@ func Network(n *ncv1.Network, cn *ncv1.ClusterNetwork, nn *ncv1.NodeNetwork) (ma
 		tenant = n.Spec.IPAM.Raw
 	}
 	ipam, err := TenantIPAM(cluster, tenant)
+	if err != nil || ipam == nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(ipam)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode ipam: %w", err)
 	}
-	if ipam != nil {
-		cfg["ipam"] = ipam
-	}
-	if q := mergeQoS(cn.Spec.QoS, n.Spec.QoS); len(q) > 0 {
-		cfg["qos"] = q
-	}
-	master := standInMaster
-	if nn != nil {
-		master = string(nn.Status.Master)
-	}
-	if cfg["master"] == nil && cfg["local"] == nil && master != "" {
-		cfg["master"] = master
-	}
-	if err := validate(n.Name, cfg); err != nil {
-		return nil, err
-	}
-	if nn == nil && cfg["master"] == standInMaster {
-		delete(cfg, "master")
-	}
-	return cfg, nil
+	return carve(raw, node)
 }
 
-func renderVLAN(cfg map[string]any, n *ncv1.Network, o *ncv1.VLANOptions) {
-	cfg["vlanId"] = *n.Spec.VLANID
-	if o == nil {
-		return
+// nodeMaster is the master of a node rendering a network that leaves it to
+// the node (a stand-in without a node).
+func nodeMaster(node *Node) string {
+	if node == nil {
+		return standInMaster
 	}
-	if o.Master != "" {
-		cfg["master"] = string(o.Master)
+	return node.Master
+}
+
+func renderVLAN(cfg *mainConfig, n *ncv1.Network, o *ncv1.VLANOptions, node *Node) {
+	cfg.VLANID = n.Spec.VLANID
+	if o != nil {
+		cfg.Master, cfg.MTU = string(o.Master), o.MTU
 	}
-	if o.MTU != nil {
-		cfg["mtu"] = *o.MTU
+	if cfg.Master == "" {
+		cfg.Master = nodeMaster(node)
 	}
 }
 
-func renderVXLAN(cfg map[string]any, n *ncv1.Network, o *ncv1.VXLANOptions) {
-	cfg["vni"] = *n.Spec.VNI
+func renderVXLAN(cfg *mainConfig, n *ncv1.Network, o *ncv1.VXLANOptions, node *Node) {
+	cfg.VNI = n.Spec.VNI
 	if o == nil {
-		return
+		o = &ncv1.VXLANOptions{}
 	}
-	for k, v := range map[string]string{"master": string(o.Master), "local": string(o.Local), "group": string(o.Group)} {
-		if v != "" {
-			cfg[k] = v
-		}
+	cfg.Master, cfg.Local, cfg.Group = string(o.Master), string(o.Local), string(o.Group)
+	cfg.Port, cfg.Learning, cfg.MTU = o.Port, o.Learning, o.MTU
+	for _, r := range o.Remotes {
+		cfg.Remotes = append(cfg.Remotes, string(r))
 	}
-	if len(o.Remotes) > 0 {
-		remotes := make([]string, len(o.Remotes))
-		for i, r := range o.Remotes {
-			remotes[i] = string(r)
-		}
-		sort.Strings(remotes)
-		cfg["remotes"] = remotes
+	sort.Strings(cfg.Remotes)
+	if cfg.Master == "" && cfg.Local == "" {
+		cfg.Master = nodeMaster(node)
 	}
-	if o.Port != nil {
-		cfg["port"] = *o.Port
-	}
-	if o.Learning != nil {
-		cfg["learning"] = *o.Learning
-	}
-	if o.MTU != nil {
-		cfg["mtu"] = *o.MTU
+	// The address the node resolved (NodeNetwork status.localAddress) is the
+	// one the tunnel uses: the plugin and the status never disagree.
+	if cfg.Local == "" && node != nil && node.Local.IsValid() {
+		cfg.Local = node.Local.String()
 	}
 }
 
 // mergeQoS overrides the ClusterNetwork's interface QoS with the Network's, field by field.
-func mergeQoS(base, over *ncv1.InterfaceQoS) map[string]any {
-	out := map[string]any{}
+func mergeQoS(base, over *ncv1.InterfaceQoS) *interfaceQoS {
+	out := interfaceQoS{}
 	for _, q := range []*ncv1.InterfaceQoS{base, over} {
 		if q == nil {
 			continue
 		}
-		setInt64(out, "ingressRate", q.IngressRate)
-		setInt64(out, "ingressBurst", q.IngressBurst)
-		setInt64(out, "egressRate", q.EgressRate)
-		setInt64(out, "egressBurst", q.EgressBurst)
-		if q.DSCP != nil {
-			out["dscp"] = *q.DSCP
-		}
+		out.IngressRate = or(q.IngressRate, out.IngressRate)
+		out.IngressBurst = or(q.IngressBurst, out.IngressBurst)
+		out.EgressRate = or(q.EgressRate, out.EgressRate)
+		out.EgressBurst = or(q.EgressBurst, out.EgressBurst)
+		out.DSCP = or(q.DSCP, out.DSCP)
 	}
-	return out
+	if out == (interfaceQoS{}) {
+		return nil
+	}
+	return &out
 }
 
-func setInt64(m map[string]any, k string, v *int64) {
+func or[T any](v, fallback *T) *T {
 	if v != nil {
-		m[k] = *v
+		return v
 	}
+	return fallback
 }
 
 // validate checks cfg with conf/netconf as the plugin would parse it.
-func validate(name string, cfg map[string]any) error {
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return fmt.Errorf("encode config: %w", err)
-	}
+func validate(name string, raw []byte) error {
 	if _, err := netconf.RenderParameters(name, CNIVersion, raw); err != nil {
 		return fmt.Errorf("rendered config: %w", err)
 	}

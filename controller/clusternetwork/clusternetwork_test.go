@@ -69,8 +69,8 @@ func TestSelectedNodesAndOptions(t *testing.T) {
 		"c": nnReady(cn, "c", metav1.ConditionFalse, "MasterNotFound", "192.0.2.3"),
 	}
 	opts := clusternetwork.NodeOptions(cn, nodes, existing)
-	if got := opts["a"].VXLAN.Remotes; len(got) != 1 || got[0] != "192.0.2.3" {
-		t.Errorf("remotes of a: %v", got)
+	if got := opts["a"].VXLAN.Remotes; len(got) != 0 {
+		t.Errorf("remotes of a include c, whose NodeNetwork is not Ready: %v", got)
 	}
 	if got := opts["c"].VXLAN.Remotes; len(got) != 1 || got[0] != "192.0.2.1" || opts["c"].VXLAN.Master != "eth0" {
 		t.Errorf("options of c: %+v", opts["c"].VXLAN)
@@ -82,6 +82,12 @@ func TestSelectedNodesAndOptions(t *testing.T) {
 	cn.Spec.DefaultOptions.VXLAN.Group = "239.1.1.1"
 	if got := clusternetwork.NodeOptions(cn, nodes, existing)["a"].VXLAN; got.Remotes != nil || got.Group != "239.1.1.1" {
 		t.Errorf("with group: %+v", got)
+	}
+	// Everything left to the nodes: the type's member is there, empty.
+	bare := vxlanCN("bare", nil, nil)
+	bare.Spec.DefaultOptions = nil
+	if got := clusternetwork.NodeOptions(bare, []string{"a"}, nil)["a"]; got.VXLAN == nil || got.VLAN != nil {
+		t.Errorf("options of a ClusterNetwork without defaultOptions: %+v", got)
 	}
 	bad := vxlanCN("bad", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Sometimes"}}}, nil)
 	if _, err := clusternetwork.NodeSelector(bad); err == nil || !strings.Contains(err.Error(), "spec.nodeSelector") {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -61,13 +62,22 @@ func SelectedNodes(nodes []*corev1.Node, sel labels.Selector) []string {
 }
 
 // NodeOptions computes the options of the NodeNetwork on each selected node: the
-// ClusterNetwork's defaultOptions, and for a VXLAN network that names neither a multicast
-// group nor remotes, remotes filled in with the underlay addresses the other nodes'
-// NodeNetworks report (status.localAddress), so unicast flooding reaches every node.
+// ClusterNetwork's defaultOptions (with the member of its type always present, so a node
+// knows the type even when the admin left every option to the nodes), and for a VXLAN
+// network that names neither a multicast group nor remotes, remotes filled in with the
+// underlay addresses the other nodes' Ready NodeNetworks report (status.localAddress), so
+// unicast flooding reaches every node that can carry the network, and a node that leaves
+// (or stops being Ready) leaves every other node's flood list.
 func NodeOptions(cn *netclassv1alpha1.ClusterNetwork, nodes []string, existing map[string]*netclassv1alpha1.NodeNetwork) map[string]netclassv1alpha1.Options {
 	base := netclassv1alpha1.Options{}
 	if cn.Spec.DefaultOptions != nil {
 		base = *cn.Spec.DefaultOptions.DeepCopy()
+	}
+	switch {
+	case cn.Spec.Type == netclassv1alpha1.NetworkTypeVXLAN && base.VXLAN == nil:
+		base.VXLAN = &netclassv1alpha1.VXLANOptions{}
+	case cn.Spec.Type == netclassv1alpha1.NetworkTypeVLAN && base.VLAN == nil:
+		base.VLAN = &netclassv1alpha1.VLANOptions{}
 	}
 	out := make(map[string]netclassv1alpha1.Options, len(nodes))
 	autoRemotes := cn.Spec.Type == netclassv1alpha1.NetworkTypeVXLAN &&
@@ -76,9 +86,6 @@ func NodeOptions(cn *netclassv1alpha1.ClusterNetwork, nodes []string, existing m
 		opts := *base.DeepCopy()
 		if autoRemotes {
 			if remotes := otherAddresses(node, nodes, existing); len(remotes) > 0 {
-				if opts.VXLAN == nil {
-					opts.VXLAN = &netclassv1alpha1.VXLANOptions{}
-				}
 				opts.VXLAN.Remotes = remotes
 			}
 		}
@@ -91,12 +98,13 @@ func NodeOptions(cn *netclassv1alpha1.ClusterNetwork, nodes []string, existing m
 const maxRemotes = 512
 
 // otherAddresses lists, sorted and without duplicates, the underlay addresses reported by
-// the NodeNetworks of the selected nodes other than node.
+// the Ready NodeNetworks of the selected nodes other than node.
 func otherAddresses(node string, nodes []string, existing map[string]*netclassv1alpha1.NodeNetwork) []netclassv1alpha1.IPAddress {
 	seen := map[netclassv1alpha1.IPAddress]bool{}
 	for _, other := range nodes {
 		nn := existing[other]
-		if other == node || nn == nil || nn.Status.LocalAddress == "" {
+		if other == node || nn == nil || nn.Status.LocalAddress == "" ||
+			!meta.IsStatusConditionTrue(nn.Status.Conditions, netclassv1alpha1.ConditionReady) {
 			continue
 		}
 		seen[nn.Status.LocalAddress] = true

@@ -36,6 +36,7 @@ import (
 	"github.com/netclass-dev/netclass/controller/network"
 	"github.com/netclass-dev/netclass/controller/networkclass"
 	"github.com/netclass-dev/netclass/controller/networkqos"
+	"github.com/netclass-dev/netclass/controller/nodeindex"
 	"github.com/netclass-dev/netclass/controller/podnetwork"
 )
 
@@ -240,6 +241,7 @@ func build(cl clients, kubeInf informers.SharedInformerFactory, ncInf ncinformer
 	}
 	add(nc, err)
 	add(clusternetwork.New(cl.nc, cl.kube, ncInf, kubeInf, cl.recorder))
+	add(nodeindex.New(cl.kube, kubeInf, cl.recorder))
 	add(network.New(cl.nc, ncInf, cl.recorder))
 	add(networkqos.New(cl.nc, ncInf, cl.recorder))
 	if len(errs) > 0 {

@@ -38,15 +38,11 @@ func Evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork
 		return Outcome{Type: cn.Spec.Type, Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonSegmentConflict,
 			netspec.ConflictMessage(self, *owner))}
 	}
-	cfg, err := netspec.Network(net, cn, nil)
+	cfg, err := netspec.Network(net, cn, nil, nil)
 	if err != nil {
 		return Outcome{Type: cn.Spec.Type, Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonInvalidConfig, err.Error())}
 	}
-	raw, err := ToRaw(cfg)
-	if err != nil {
-		return Outcome{Type: cn.Spec.Type, Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonInvalidConfig, err.Error())}
-	}
-	out := Outcome{Type: cn.Spec.Type, Config: raw}
+	out := Outcome{Type: cn.Spec.Type, Config: &runtime.RawExtension{Raw: cfg}}
 	if !condition.IsTrue(cn.Status.Conditions, netclassv1alpha1.ConditionReady) {
 		out.Ready = condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonClusterNetworkNotReady,
 			fmt.Sprintf("ClusterNetwork %s has no node that can carry it yet", cn.Name))

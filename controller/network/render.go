@@ -2,20 +2,10 @@ package network
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
-
-// ToRaw encodes a rendered config for status.config.
-func ToRaw(cfg map[string]any) (*runtime.RawExtension, error) {
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("encode config: %w", err)
-	}
-	return &runtime.RawExtension{Raw: raw}, nil
-}
 
 // SameConfig compares two configs as JSON values (the API server may re-encode them).
 func SameConfig(a, b *runtime.RawExtension) bool {

@@ -42,11 +42,17 @@ func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) met
 		multinetworkv1.PodNetworkReasonReady, "parameters are a valid netclass plugin configuration")
 }
 
-// ValidateParameters renders spec.parameters into a plugin configuration with conf/netconf.
+// ValidateParameters renders spec.parameters into a plugin configuration with
+// conf/netconf, with what each node fills in itself (master, automatic
+// remotes, its block of host-local ranges) stood in for (conf/netspec).
 func ValidateParameters(pn *multinetworkv1.PodNetwork) error {
 	raw := pn.Spec.Parameters.Raw
 	if len(raw) == 0 {
 		raw = []byte("null")
+	}
+	raw, err := netspec.PodNetworkParameters(raw, nil)
+	if err != nil {
+		return fmt.Errorf("spec.parameters: %w", err)
 	}
 	if _, err := netconf.RenderParameters(pn.Name, CNIVersion, raw); err != nil {
 		return fmt.Errorf("spec.parameters: %w", err)

@@ -21,18 +21,19 @@ import (
 type collector struct {
 	objs network.Objects
 	host network.Host
+	node string
 	log  klog.Logger
 
 	mu     sync.Mutex
 	logged map[string]string
 }
 
-func newCollector(ctx context.Context, objs network.Objects, host network.Host) *collector {
-	return &collector{objs: objs, host: host, log: klog.FromContext(ctx), logged: map[string]string{}}
+func newCollector(ctx context.Context, objs network.Objects, host network.Host, node string) *collector {
+	return &collector{objs: objs, host: host, node: node, log: klog.FromContext(ctx), logged: map[string]string{}}
 }
 
 func (c *collector) Collect() ([]network.Network, []network.Skip, error) {
-	nets, skips, err := network.Collect(c.objs, c.host)
+	nets, skips, err := network.Collect(c.objs, c.host, c.node)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	logged := make(map[string]string, len(nets)) // only networks that still exist

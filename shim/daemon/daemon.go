@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -76,6 +77,7 @@ type Daemon struct {
 	// peerFac caches, cluster-wide, what NetworkQoS selectors resolve against.
 	peerFac   informers.SharedInformerFactory
 	peers     peers.Listers
+	nodes     coreinformers.NodeInformer
 	publisher *publish.Publisher
 	store     *checkpoint.Store
 	runtime   *runtime.Plugin
@@ -145,16 +147,23 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
 		}))
 	mn, ncv := d.factory.Multinetwork().V1(), d.factory.Netclass().V1alpha1()
+	d.peerFac = informers.NewSharedInformerFactory(d.kube, 10*time.Minute)
+	nodes, err := nodeInformer(d.peerFac)
+	if err != nil {
+		return err
+	}
+	d.nodes = nodes
 	objs := network.Listers{
 		Classes: mn.NetworkClasses().Lister(), PodNets: mn.PodNetworks().Lister(),
 		Nets: ncv.Networks().Lister(), ClusterNets: ncv.ClusterNetworks().Lister(),
 		NodeNets: d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister(),
+		AllNodes: nodes.Lister(),
 	}
 	mode := publish.Shared
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.publisher = publish.New(newCollector(ctx, objs, network.LocalHost{}),
+	d.publisher = publish.New(newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName),
 		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.publisher.Trigger() },
@@ -167,13 +176,13 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 	} {
 		inf.AddEventHandler(trigger)
 	}
+	nodes.Informer().AddEventHandler(nodeHandler(d.publisher.Trigger))
 	ncv.NetworkQoSes().Informer() // registered before Start so the lister is served
 	d.podFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
 		}))
 	d.podFac.Core().V1().Pods().Informer()
-	d.peerFac = informers.NewSharedInformerFactory(d.kube, 10*time.Minute)
 	if d.peers, err = peers.NewListers(d.peerFac); err != nil {
 		return err
 	}
@@ -287,13 +296,16 @@ func (d *Daemon) reportNodeNetworks(ctx context.Context) {
 		AddFunc:    func(any) { poke(changed) },
 		UpdateFunc: func(any, any) { poke(changed) },
 	})
+	d.nodes.Informer().AddEventHandler(nodeHandler(func() { poke(changed) }))
 	for {
 		nns, err := lister.List(labelsEverything())
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Listing NodeNetworks failed")
 		}
+		self, _ := d.nodes.Lister().Get(d.cfg.NodeName)
+		node := nodenetwork.Node{InternalIP: network.InternalIP(self), Index: network.NodeIndex(self)}
 		for _, nn := range nns {
-			if err := d.nodeNets.Report(ctx, nn); err != nil {
+			if err := d.nodeNets.Report(ctx, nn, node); err != nil {
 				klog.FromContext(ctx).Error(err, "Reporting a NodeNetwork failed")
 			}
 		}

@@ -2,6 +2,10 @@ package network
 
 import (
 	"net"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -19,6 +23,7 @@ type Listers struct {
 	Nets        nclisters.NetworkLister
 	ClusterNets nclisters.ClusterNetworkLister
 	NodeNets    nclisters.NodeNetworkLister
+	AllNodes    corelisters.NodeLister
 }
 
 // NetworkClasses lists every NetworkClass.
@@ -44,6 +49,9 @@ func (l Listers) NodeNetworks() ([]*ncv1.NodeNetwork, error) {
 	return l.NodeNets.List(labels.Everything())
 }
 
+// Nodes lists every Node.
+func (l Listers) Nodes() ([]*corev1.Node, error) { return l.AllNodes.List(labels.Everything()) }
+
 // LocalHost answers from this machine's network namespace.
 type LocalHost struct{}
 
@@ -51,4 +59,23 @@ type LocalHost struct{}
 func (LocalHost) HasLink(name string) bool {
 	_, err := net.InterfaceByName(name)
 	return err == nil
+}
+
+// LinkWithAddress names the device that holds the address.
+func (LocalHost) LinkWithAddress(a netip.Addr) (string, bool) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", false
+	}
+	for i := range ifs {
+		addrs, _ := ifs[i].Addrs()
+		for _, have := range addrs {
+			if n, ok := have.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a.Unmap() {
+					return ifs[i].Name, true
+				}
+			}
+		}
+	}
+	return "", false
 }

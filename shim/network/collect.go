@@ -3,7 +3,10 @@ package network
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
@@ -18,12 +21,17 @@ type Objects interface {
 	ClusterNetworks() ([]*ncv1.ClusterNetwork, error)
 	// NodeNetworks returns the NodeNetworks of this node only.
 	NodeNetworks() ([]*ncv1.NodeNetwork, error)
+	// Nodes returns every Node: this one (its index and InternalIP) and the
+	// others (their InternalIPs are PodNetworks' automatic VXLAN remotes).
+	Nodes() ([]*corev1.Node, error)
 }
 
 // Host answers what the node has.
 type Host interface {
 	// HasLink reports whether the node has a network device of that name.
 	HasLink(name string) bool
+	// LinkWithAddress names the device holding an address.
+	LinkWithAddress(a netip.Addr) (string, bool)
 }
 
 // Collect returns every network offered on this node, sorted by class,
@@ -32,12 +40,12 @@ type Host interface {
 // node decides from the objects' specs alone what it offers and runs: a
 // Network's config is rendered here (conf/netspec), and an object whose
 // segment an older one holds is not offered, whatever any status says.
-func Collect(objs Objects, host Host) ([]Network, []Skip, error) {
+func Collect(objs Objects, host Host, self string) ([]Network, []Skip, error) {
 	classes, err := objs.NetworkClasses()
 	if err != nil {
 		return nil, nil, fmt.Errorf("list NetworkClasses: %w", err)
 	}
-	in, err := read(objs)
+	in, err := read(objs, host, self)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,9 +90,10 @@ type objects struct {
 	clusters map[string]*ncv1.ClusterNetwork
 	nodeNets map[string]*ncv1.NodeNetwork // by ClusterNetwork
 	holders  []netspec.Holder
+	node     *netspec.Node // what PodNetworks are rendered with on this node
 }
 
-func read(objs Objects) (objects, error) {
+func read(objs Objects, host Host, self string) (objects, error) {
 	var in objects
 	var err error
 	if in.podNets, err = objs.PodNetworks(); err != nil {
@@ -110,6 +119,11 @@ func read(objs Objects) (objects, error) {
 		in.nodeNets[nn.Spec.ClusterNetworkName] = nn
 	}
 	in.holders = netspec.Holders(in.podNets, in.nets, cns)
+	nodes, err := objs.Nodes()
+	if err != nil {
+		return in, fmt.Errorf("list Nodes: %w", err)
+	}
+	in.node = podNetworkNode(self, nodes, host)
 	return in, nil
 }
 
@@ -118,12 +132,12 @@ func collectPodNetworks(in objects, class string, add func(Network, *Skip)) {
 		if pn.Spec.Provider != "" && pn.Spec.Provider != ncv1.Provider {
 			continue // another implementation's network: not ours to mention
 		}
-		add(FromPodNetwork(class, pn))
+		add(FromPodNetwork(class, pn, in.node))
 	}
 }
 
 func collectNetworks(in objects, class string, add func(Network, *Skip)) {
 	for _, n := range in.nets {
-		add(FromNetwork(class, n, in.clusters[n.Spec.ClusterNetworkName], in.nodeNets[n.Spec.ClusterNetworkName]))
+		add(FromNetwork(class, n, in.clusters[n.Spec.ClusterNetworkName], in.nodeNets[n.Spec.ClusterNetworkName], in.node.Index))
 	}
 }

@@ -8,6 +8,7 @@ package network
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -94,8 +95,10 @@ type mainParams struct {
 	DeviceID string `json:"deviceID"`
 }
 
-// FromPodNetwork describes a PodNetwork of the class, or says why it is not offered.
-func FromPodNetwork(class string, pn *mnv1.PodNetwork) (Network, *Skip) {
+// FromPodNetwork describes a PodNetwork of the class as this node runs it
+// (node: what the node resolved for itself, conf/netspec.PodNetworkParameters),
+// or says why it is not offered.
+func FromPodNetwork(class string, pn *mnv1.PodNetwork, node *netspec.Node) (Network, *Skip) {
 	ref := refOf(class, PodNetworkGVK.Group, PodNetworkGVK.Version, PodNetworkGVK.Kind, "", pn.Name)
 	skip := func(reason, format string, args ...any) (Network, *Skip) {
 		return Network{}, &Skip{Ref: ref, Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -109,7 +112,11 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork) (Network, *Skip) {
 	if s := readiness(ref, pn.Status.Conditions, pn.Generation); s != nil {
 		return Network{}, s
 	}
-	n, s := describe(ref, pn.Labels, pn.Spec.Parameters.Raw, "")
+	params, err := netspec.PodNetworkParameters(pn.Spec.Parameters.Raw, node)
+	if err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
+	}
+	n, s := describe(ref, pn.Labels, params, "")
 	n.holder = netspec.PodNetworkHolder(pn)
 	n.AllowStaticAddresses = pn.Annotations[ncv1.AnnotationAllowStaticAddresses] == "true"
 	return n, s
@@ -118,10 +125,11 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork) (Network, *Skip) {
 // FromNetwork describes a Network of the class, given its ClusterNetwork and
 // the NodeNetwork of that ClusterNetwork on this node (nil when there is none),
 // or says why it is not offered. The config is rendered here from the specs
-// (conf/netspec: the tenant IPAM policy, this node's options and master); the
+// (conf/netspec: the tenant IPAM policy, the NodeNetwork's options, the
+// underlay device and address this node resolved, its address block); the
 // Network's status.config, which anyone allowed to write the status could
 // have set, is never run.
-func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet *ncv1.NodeNetwork) (Network, *Skip) {
+func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet *ncv1.NodeNetwork, index int) (Network, *Skip) {
 	ref := refOf(class, NetworkGVK.Group, NetworkGVK.Version, NetworkGVK.Kind, n.Namespace, n.Name)
 	if s := readiness(ref, n.Status.Conditions, n.Generation); s != nil {
 		return Network{}, s
@@ -138,11 +146,7 @@ func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNodeNotReady,
 			Message: fmt.Sprintf("NodeNetwork %s is not Ready%s", nodeNet.Name, conditionText(c))}
 	}
-	cfg, err := netspec.Network(n, cn, nodeNet)
-	if err != nil {
-		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
-	}
-	raw, err := json.Marshal(cfg)
+	raw, err := netspec.Network(n, cn, &nodeNet.Spec.Options, nodeFactsOf(nodeNet, index))
 	if err != nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
 	}
@@ -159,17 +163,13 @@ func statusDiffers(n *ncv1.Network, cn *ncv1.ClusterNetwork) string {
 	if n.Status.Config == nil || len(n.Status.Config.Raw) == 0 {
 		return ""
 	}
-	want, err := netspec.Network(n, cn, nil)
+	want, err := netspec.Network(n, cn, nil, nil)
 	if err != nil {
 		return ""
 	}
-	var got map[string]any
-	if json.Unmarshal(n.Status.Config.Raw, &got) == nil {
-		w, _ := json.Marshal(want)
-		g, _ := json.Marshal(got)
-		if string(w) == string(g) {
-			return ""
-		}
+	var w, g any
+	if json.Unmarshal(want, &w) == nil && json.Unmarshal(n.Status.Config.Raw, &g) == nil && reflect.DeepEqual(w, g) {
+		return ""
 	}
 	return "status.config differs from what the specs render (stale, or written by someone else); the node runs its own rendering"
 }

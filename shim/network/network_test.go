@@ -2,15 +2,18 @@ package network
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 )
 
 const bridgeParams = `{"type":"netclass-bridge","bridge":"blue0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`
@@ -58,7 +61,7 @@ func TestFromPodNetwork(t *testing.T) {
 		{name: "name too long for an attribute", pn: podNetwork(strings.Repeat("a", 65), bridgeParams), reason: ReasonNameTooLong},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n, skip := FromPodNetwork("netclass", tc.pn)
+			n, skip := FromPodNetwork("netclass", tc.pn, &netspec.Node{Index: 0})
 			if tc.reason != "" {
 				if skip == nil || skip.Reason != tc.reason {
 					t.Fatalf("skip = %v, want reason %s", skip, tc.reason)
@@ -117,7 +120,7 @@ func nodeNetwork(cluster string, status metav1.ConditionStatus) *ncv1.NodeNetwor
 const vxlanConfig = `{"type":"netclass-vxlan","vni":100,"local":"10.250.0.1","ipam":{"type":"host-local","ranges":[[{"subnet":"10.20.0.0/24"}]]}}`
 
 func TestFromNetwork(t *testing.T) {
-	n, skip := FromNetwork("nets", network("tenant-a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue))
+	n, skip := FromNetwork("nets", network("tenant-a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), 0)
 	if skip != nil {
 		t.Fatalf("not offered: %v", skip)
 	}
@@ -142,7 +145,7 @@ func TestFromNetwork(t *testing.T) {
 		{"tenant ipam naming a directory", badIPAM, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), ReasonInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, skip := FromNetwork("nets", tc.n, tc.cn, tc.nn)
+			_, skip := FromNetwork("nets", tc.n, tc.cn, tc.nn, 0)
 			if skip == nil || skip.Reason != tc.reason {
 				t.Fatalf("skip = %v, want %s", skip, tc.reason)
 			}
@@ -155,7 +158,7 @@ func TestFromNetwork(t *testing.T) {
 // controller) is run as the specs say, and the node says why it ignored it.
 func TestForgedStatusConfigIsNotRun(t *testing.T) {
 	forged := network("tenant-a", "red", "overlay", `{"type":"netclass-bridge","bridge":"cni0","ipam":{"type":"host-local","dataDir":"/etc","ranges":[[{"subnet":"10.250.0.0/24"}]]}}`)
-	n, skip := FromNetwork("nets", forged, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue))
+	n, skip := FromNetwork("nets", forged, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), 0)
 	if skip != nil {
 		t.Fatalf("not offered: %v", skip)
 	}
@@ -173,7 +176,10 @@ type fakeObjects struct {
 	nets     []*ncv1.Network
 	cns      []*ncv1.ClusterNetwork
 	nodeNets []*ncv1.NodeNetwork
+	nodes    []*corev1.Node
 }
+
+func (f fakeObjects) Nodes() ([]*corev1.Node, error) { return f.nodes, nil }
 
 func (f fakeObjects) NetworkClasses() ([]*mnv1.NetworkClass, error) { return f.classes, nil }
 func (f fakeObjects) PodNetworks() ([]*mnv1.PodNetwork, error)      { return f.pns, nil }
@@ -186,6 +192,25 @@ func (f fakeObjects) ClusterNetworks() ([]*ncv1.ClusterNetwork, error) {
 type links map[string]bool
 
 func (l links) HasLink(name string) bool { return l[name] }
+
+// LinkWithAddress: in these tests the underlay device "ul0" holds 10.252.0.1.
+func (l links) LinkWithAddress(a netip.Addr) (string, bool) {
+	if a == netip.MustParseAddr("10.252.0.1") && l["ul0"] {
+		return "ul0", true
+	}
+	return "", false
+}
+
+func node(name, ip, index string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if ip != "" {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}, {Type: corev1.NodeInternalIP, Address: ip}}
+	}
+	if index != "" {
+		n.Annotations = map[string]string{ncv1.AnnotationNodeIndex: index}
+	}
+	return n
+}
 
 func class(name, group, version, kind string) *mnv1.NetworkClass {
 	return &mnv1.NetworkClass{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -209,8 +234,9 @@ func TestCollect(t *testing.T) {
 		nets:     []*ncv1.Network{network("tenant-a", "red", "overlay", vxlanConfig)},
 		cns:      []*ncv1.ClusterNetwork{clusterNetwork("overlay")},
 		nodeNets: []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
+		nodes:    []*corev1.Node{node("node", "10.252.0.1", "0")},
 	}
-	nets, skips, err := Collect(objs, links{"eth0": true})
+	nets, skips, err := Collect(objs, links{"eth0": true}, "node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +263,7 @@ func TestCollect(t *testing.T) {
 	if _, ok := reasons["netclass:foreign"]; ok {
 		t.Errorf("another provider's PodNetwork is reported: %v", reasons)
 	}
-	nets, _, _ = Collect(objs, links{"eth9": true})
+	nets, _, _ = Collect(objs, links{"eth9": true}, "node")
 	if len(nets) != 5 {
 		t.Fatalf("with eth9 present %d networks are offered, want 5", len(nets))
 	}
@@ -263,8 +289,9 @@ func TestCollectSegmentOwner(t *testing.T) {
 		nets:     []*ncv1.Network{red},
 		cns:      []*ncv1.ClusterNetwork{clusterNetwork("overlay")},
 		nodeNets: []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
+		nodes:    []*corev1.Node{node("node", "10.252.0.1", "0")},
 	}
-	nets, skips, err := Collect(objs, links{"eth9": true})
+	nets, skips, err := Collect(objs, links{"eth9": true}, "node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +312,56 @@ func TestCollectSegmentOwner(t *testing.T) {
 	} {
 		if !strings.HasPrefix(reasons[name], want) {
 			t.Errorf("%s: %q, want %q", name, reasons[name], want)
+		}
+	}
+}
+
+// TestCollectOnNodes: what each node runs of a network spanning nodes is its
+// own: the PodNetwork left to the nodes gets this node's underlay and the
+// other nodes' InternalIPs as remotes; every host-local range is cut to this
+// node's block, so two nodes never hand out one address; a node whose index
+// is not assigned yet offers none of them.
+func TestCollectOnNodes(t *testing.T) {
+	const auto = `{"type":"netclass-vxlan","vni":300,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.40.0.0/24"}]]}}`
+	objs := fakeObjects{
+		classes: []*mnv1.NetworkClass{
+			class("netclass", "multinetwork.networking.k8s.io", "v1", "PodNetwork"),
+			class("nets", "netclass.dev", "v1alpha1", "Network"),
+		},
+		pns:      []*mnv1.PodNetwork{podNetwork("auto", auto), podNetwork("blue", bridgeParams)},
+		nets:     []*ncv1.Network{network("tenant-a", "red", "overlay", "")},
+		cns:      []*ncv1.ClusterNetwork{clusterNetwork("overlay")},
+		nodeNets: []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
+		nodes: []*corev1.Node{node("node", "10.252.0.1", "2"), node("other", "10.252.0.2", "0"),
+			node("third", "10.252.0.3", "1"), node("no-address", "", "3")},
+	}
+	nets, skips, err := Collect(objs, links{"ul0": true}, "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := map[string]string{}
+	for _, n := range nets {
+		configs[n.Ref.Name] = string(n.Config)
+	}
+	for name, want := range map[string][]string{
+		"auto": {`"master":"ul0"`, `"local":"10.252.0.1"`, `"remotes":["10.252.0.2","10.252.0.3"]`, `"rangeEnd":"10.40.0.47","rangeStart":"10.40.0.32"`},
+		"red":  {`"local":"10.250.0.1"`, `"remotes":["10.250.0.2"]`, `"rangeEnd":"10.20.0.47","rangeStart":"10.20.0.32"`},
+		"blue": {`"ranges":[[{"subnet":"10.10.1.0/24"}]]`}, // a bridge is node-local: the whole range
+	} {
+		for _, w := range want {
+			if !strings.Contains(configs[name], w) {
+				t.Errorf("%s: config %s lacks %s (skips: %v)", name, configs[name], w, skips)
+			}
+		}
+	}
+	objs.nodes[0] = node("node", "10.252.0.1", "")
+	nets, skips, _ = Collect(objs, links{"ul0": true}, "node")
+	if len(nets) != 1 || nets[0].Ref.Name != "blue" {
+		t.Fatalf("without a node index, offered %v (want blue only; skips %v)", nets, skips)
+	}
+	for _, s := range skips {
+		if !strings.Contains(s.Message, "node index") {
+			t.Errorf("skip %v does not say the node index is missing", s)
 		}
 	}
 }

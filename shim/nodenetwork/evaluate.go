@@ -38,33 +38,69 @@ type Verdict struct {
 	Master       string
 	LocalAddress string
 	MTU          int
+	// NodeIndex is the node's index (-1: none).
+	NodeIndex int
 }
 
-// Evaluate decides whether the node can carry the NodeNetwork.
-func Evaluate(nn *ncv1.NodeNetwork, host Host) Verdict {
+// Node is what the evaluation knows of the node itself.
+type Node struct {
+	// InternalIP is the node's InternalIP: the device that carries it is
+	// the underlay of a network that leaves master (and local) to the node.
+	InternalIP netip.Addr
+	// Index is the node's index (-1: not assigned yet), reported in the
+	// status: it picks the node's address blocks.
+	Index int
+}
+
+// Evaluate decides whether the node can carry the NodeNetwork. Options
+// without master (nor, for VXLAN, local) run over the device that carries
+// the node's InternalIP, from that address.
+func Evaluate(nn *ncv1.NodeNetwork, host Host, node Node) Verdict {
+	o := nn.Spec.Options
 	switch {
-	case nn.Spec.Options.VLAN != nil && nn.Spec.Options.VXLAN != nil:
+	case o.VLAN != nil && o.VXLAN != nil:
 		return fail(ncv1.ReasonInvalidConfig, "both vlan and vxlan options are set")
-	case nn.Spec.Options.VLAN != nil:
-		return vlan(nn.Spec.Options.VLAN, host)
-	case nn.Spec.Options.VXLAN != nil:
-		return vxlan(nn.Spec.Options.VXLAN, host)
+	case o.VLAN != nil:
+		return vlan(o.VLAN, host, node)
+	case o.VXLAN != nil:
+		return vxlan(o.VXLAN, host, node)
 	}
 	return fail(ncv1.ReasonInvalidConfig, "neither vlan nor vxlan options are set")
+}
+
+// internalDevice is the device carrying the node's InternalIP.
+func internalDevice(host Host, node Node) (Link, *Verdict) {
+	if !node.InternalIP.IsValid() {
+		v := fail(ncv1.ReasonMasterNotFound, "no master is configured and the node has no InternalIP to find its underlay device by")
+		return Link{}, &v
+	}
+	l, ok := host.LinkWithAddress(node.InternalIP)
+	if !ok {
+		v := fail(ncv1.ReasonMasterNotFound, "no master is configured and no device of the node has its InternalIP %s", node.InternalIP)
+		return Link{}, &v
+	}
+	if !l.Up {
+		v := fail(ncv1.ReasonMasterDown, "%s, which has the node's InternalIP %s, is down", l.Name, node.InternalIP)
+		return Link{}, &v
+	}
+	return l, nil
 }
 
 func fail(reason, format string, args ...any) Verdict {
 	return Verdict{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-func vlan(o *ncv1.VLANOptions, host Host) Verdict {
-	if o.Master == "" {
-		return fail(ncv1.ReasonInvalidConfig, "vlan.master is not set")
-	}
+func vlan(o *ncv1.VLANOptions, host Host, node Node) Verdict {
 	if !host.VLANSupported() {
 		return fail(ncv1.ReasonKernelUnsupported, "the kernel has no 802.1Q VLAN support (module 8021q)")
 	}
-	l, v := master(string(o.Master), host)
+	var l Link
+	var v *Verdict
+	if o.Master == "" {
+		l, v = internalDevice(host, node)
+	} else {
+		l, v = master(string(o.Master), host)
+	}
 	if v != nil {
 		return *v
 	}
@@ -78,7 +114,7 @@ func vlan(o *ncv1.VLANOptions, host Host) Verdict {
 	return ready(l.Name, "", mtu)
 }
 
-func vxlan(o *ncv1.VXLANOptions, host Host) Verdict {
+func vxlan(o *ncv1.VXLANOptions, host Host, node Node) Verdict {
 	var l Link
 	var local netip.Addr
 	switch {
@@ -105,7 +141,11 @@ func vxlan(o *ncv1.VXLANOptions, host Host) Verdict {
 		}
 		l, local = m, a
 	default:
-		return fail(ncv1.ReasonInvalidConfig, "vxlan needs master or local")
+		m, v := internalDevice(host, node)
+		if v != nil {
+			return *v
+		}
+		l, local = m, node.InternalIP
 	}
 	overhead := netconf.VXLANOverhead4
 	if local.Is6() {

@@ -45,6 +45,7 @@ func TestEvaluate(t *testing.T) {
 		name   string
 		opts   ncv1.Options
 		host   fakeHost
+		node   Node
 		reason string
 		master string
 		local  string
@@ -64,6 +65,13 @@ func TestEvaluate(t *testing.T) {
 		{name: "vxlan local absent", opts: ncv1.Options{VXLAN: &ncv1.VXLANOptions{Local: "192.0.2.99"}}, reason: ncv1.ReasonLocalAddressNotFound},
 		{name: "vxlan mtu too large", opts: ncv1.Options{VXLAN: &ncv1.VXLANOptions{Master: "eth1", MTU: i32(1500)}}, reason: ncv1.ReasonMTUTooLarge},
 		{name: "no options", opts: ncv1.Options{}, reason: ncv1.ReasonInvalidConfig},
+		{name: "vxlan left to the node: the InternalIP's device", opts: ncv1.Options{VXLAN: &ncv1.VXLANOptions{Remotes: []ncv1.IPAddress{"192.0.2.7"}}},
+			node: Node{InternalIP: netip.MustParseAddr("192.0.2.1")}, reason: "Ready", master: "eth1", local: "192.0.2.1", mtu: 1450},
+		{name: "vlan left to the node: the InternalIP's device", opts: ncv1.Options{VLAN: &ncv1.VLANOptions{}},
+			node: Node{InternalIP: netip.MustParseAddr("fd00::1")}, reason: "Ready", master: "eth1", mtu: 1500},
+		{name: "left to a node without an InternalIP", opts: ncv1.Options{VXLAN: &ncv1.VXLANOptions{}}, reason: ncv1.ReasonMasterNotFound},
+		{name: "left to a node whose InternalIP no device has", opts: ncv1.Options{VLAN: &ncv1.VLANOptions{}},
+			node: Node{InternalIP: netip.MustParseAddr("198.51.100.1")}, reason: ncv1.ReasonMasterNotFound},
 		{name: "both", opts: ncv1.Options{VLAN: &ncv1.VLANOptions{Master: "eth1"}, VXLAN: &ncv1.VXLANOptions{Master: "eth1"}}, reason: ncv1.ReasonInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +79,7 @@ func TestEvaluate(t *testing.T) {
 			if h.links == nil {
 				h = host()
 			}
-			v := Evaluate(&ncv1.NodeNetwork{Spec: ncv1.NodeNetworkSpec{Options: tc.opts}}, h)
+			v := Evaluate(&ncv1.NodeNetwork{Spec: ncv1.NodeNetworkSpec{Options: tc.opts}}, h, tc.node)
 			if v.Reason != tc.reason || v.Ready != (tc.reason == "Ready") || v.Master != tc.master || v.LocalAddress != tc.local || v.MTU != tc.mtu {
 				t.Fatalf("verdict %+v", v)
 			}
@@ -100,7 +108,7 @@ func TestReport(t *testing.T) {
 	r := &Reporter{API: api, Host: host(), Now: func() time.Time { return earlier.Add(time.Hour) }}
 	nn := &ncv1.NodeNetwork{ObjectMeta: metav1.ObjectMeta{Name: "trunk.node", Generation: 2},
 		Spec: ncv1.NodeNetworkSpec{Options: ncv1.Options{VLAN: &ncv1.VLANOptions{Master: "eth1"}}}}
-	if err := r.Report(context.Background(), nn); err != nil {
+	if err := r.Report(context.Background(), nn, Node{Index: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(api.applied) != 1 {
@@ -114,13 +122,19 @@ func TestReport(t *testing.T) {
 	nn.Status = ncv1.NodeNetworkStatus{ObservedGeneration: 2, Master: "eth1", MTU: i32(1500),
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready",
 			Message: *st.Conditions[0].Message, ObservedGeneration: 2, LastTransitionTime: earlier}}}
-	if err := r.Report(context.Background(), nn); err != nil || len(api.applied) != 1 {
+	if err := r.Report(context.Background(), nn, Node{Index: -1}); err != nil || len(api.applied) != 1 {
 		t.Fatalf("unchanged status written again (%d applies, %v)", len(api.applied), err)
 	}
 	// A new message with the same status keeps the transition time.
 	r.Host = fakeHost{vlan: true, links: map[string]Link{"eth1": {Name: "eth1", Up: true, MTU: 9000}}}
-	if err := r.Report(context.Background(), nn); err != nil || len(api.applied) != 2 {
+	if err := r.Report(context.Background(), nn, Node{Index: -1}); err != nil || len(api.applied) != 2 {
 		t.Fatal("changed MTU not written")
+	}
+	// The node index assigned: written.
+	nn.Status.MTU = i32(9000)
+	nn.Status.Conditions[0].Message = *api.applied[1].Status.Conditions[0].Message
+	if err := r.Report(context.Background(), nn, Node{Index: 3}); err != nil || len(api.applied) != 3 || *api.applied[2].Status.NodeIndex != 3 {
+		t.Fatalf("node index not written (%d applies, %v)", len(api.applied), err)
 	}
 	if got := api.applied[1].Status.Conditions[0].LastTransitionTime; !got.Equal(&earlier) {
 		t.Fatalf("transition time moved to %v", got)

@@ -28,8 +28,9 @@ type Reporter struct {
 }
 
 // Report evaluates one NodeNetwork and applies its status when it changed.
-func (r *Reporter) Report(ctx context.Context, nn *ncv1.NodeNetwork) error {
-	v := Evaluate(nn, r.Host)
+func (r *Reporter) Report(ctx context.Context, nn *ncv1.NodeNetwork, node Node) error {
+	v := Evaluate(nn, r.Host, node)
+	v.NodeIndex = node.Index
 	if !changed(nn, v) {
 		return nil
 	}
@@ -69,6 +70,9 @@ func Apply(nn *ncv1.NodeNetwork, v Verdict, now time.Time) *ncapply.NodeNetworkA
 	if v.MTU > 0 {
 		st.WithMTU(int32(v.MTU))
 	}
+	if v.NodeIndex >= 0 {
+		st.WithNodeIndex(int32(v.NodeIndex))
+	}
 	return ncapply.NodeNetwork(nn.Name).WithStatus(st)
 }
 
@@ -78,11 +82,14 @@ func changed(nn *ncv1.NodeNetwork, v Verdict) bool {
 	if v.Ready {
 		want = metav1.ConditionTrue
 	}
-	mtu := 0
+	mtu, index := 0, -1
 	if nn.Status.MTU != nil {
 		mtu = int(*nn.Status.MTU)
 	}
+	if nn.Status.NodeIndex != nil {
+		index = int(*nn.Status.NodeIndex)
+	}
 	return c == nil || c.Status != want || c.Reason != v.Reason || c.Message != v.Message ||
 		c.ObservedGeneration != nn.Generation || nn.Status.ObservedGeneration != nn.Generation ||
-		string(nn.Status.Master) != v.Master || string(nn.Status.LocalAddress) != v.LocalAddress || mtu != v.MTU
+		string(nn.Status.Master) != v.Master || string(nn.Status.LocalAddress) != v.LocalAddress || mtu != v.MTU || index != v.NodeIndex
 }

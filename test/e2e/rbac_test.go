@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -82,6 +83,28 @@ func TestDeployedPrivileges(t *testing.T) {
 	}
 	if err := patch(`{"metadata":{"labels":{"` + label + `":null}}}`); err != nil {
 		t.Fatalf("the controller cannot remove its own label: %v", err)
+	}
+	// The node index: set once (by the controller the harness runs), never changed.
+	var index string
+	testbed.Poll(t, ctx, 100*time.Millisecond, "the node's index", func(ctx context.Context) (bool, string, error) {
+		n, err := e.Kube.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var ok bool
+		index, ok = n.Annotations[ncv1.AnnotationNodeIndex]
+		return ok, fmt.Sprint(n.Annotations), nil
+	})
+	for name, body := range map[string]string{
+		"its node index to another value": `{"metadata":{"annotations":{"` + ncv1.AnnotationNodeIndex + `":"9` + index + `"}}}`,
+		"removing its node index":         `{"metadata":{"annotations":{"` + ncv1.AnnotationNodeIndex + `":null}}}`,
+	} {
+		if err := patch(body); !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+			t.Errorf("the controller may change %s: %v", name, err)
+		}
+	}
+	if err := patch(`{"metadata":{"annotations":{"` + ncv1.AnnotationNodeIndex + `":"` + index + `"}}}`); err != nil {
+		t.Errorf("the controller cannot write the node index it set: %v", err)
 	}
 
 	dra := as(t, e, "netclass-dra")

@@ -17,6 +17,13 @@ const (
 // to 63 characters so they fit the name part of a label key.
 const NodeLabelPrefix = "clusternetwork.netclass.dev/"
 
+// AnnotationNodeIndex is the Node annotation holding the node's index, a
+// small integer netclass-controller assigns once to every node (the lowest
+// one free) and never changes while the node exists. netclass-dra carves
+// the node's block of every host-local range of a network spanning nodes
+// from it (conf/netspec.NodeBlock).
+const AnnotationNodeIndex = "netclass.dev/node-index"
+
 // LabelClusterNetwork is the label on NodeNetworks and Networks whose value
 // is the name of their ClusterNetwork.
 const LabelClusterNetwork = "netclass.dev/cluster-network"

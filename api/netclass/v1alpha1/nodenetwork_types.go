@@ -102,6 +102,14 @@ type NodeNetworkStatus struct {
 	// +optional
 	LocalAddress IPAddress `json:"localAddress,omitempty"`
 
+	// nodeIndex is this node's index (the Node annotation
+	// netclass.dev/node-index, assigned by netclass-controller): it picks the
+	// node's block of every host-local range of a network spanning nodes, so
+	// two nodes never hand out the same address.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	NodeIndex *int32 `json:"nodeIndex,omitempty"`
+
 	// mtu is the MTU pod interfaces of this network get on this node.
 	// +kubebuilder:validation:Minimum=68
 	// +kubebuilder:validation:Maximum=65535

@@ -23,6 +23,11 @@ type NodeNetworkStatusApplyConfiguration struct {
 	// localAddress is the underlay address VXLAN packets leave from on this
 	// node; the controller uses it to fill other nodes' remotes.
 	LocalAddress *netclassv1alpha1.IPAddress `json:"localAddress,omitempty"`
+	// nodeIndex is this node's index (the Node annotation
+	// netclass.dev/node-index, assigned by netclass-controller): it picks the
+	// node's block of every host-local range of a network spanning nodes, so
+	// two nodes never hand out the same address.
+	NodeIndex *int32 `json:"nodeIndex,omitempty"`
 	// mtu is the MTU pod interfaces of this network get on this node.
 	MTU *int32 `json:"mtu,omitempty"`
 	// conditions describe whether the node can carry the network. Known
@@ -57,6 +62,14 @@ func (b *NodeNetworkStatusApplyConfiguration) WithMaster(value netclassv1alpha1.
 // If called multiple times, the LocalAddress field is set to the value of the last call.
 func (b *NodeNetworkStatusApplyConfiguration) WithLocalAddress(value netclassv1alpha1.IPAddress) *NodeNetworkStatusApplyConfiguration {
 	b.LocalAddress = &value
+	return b
+}
+
+// WithNodeIndex sets the NodeIndex field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NodeIndex field is set to the value of the last call.
+func (b *NodeNetworkStatusApplyConfiguration) WithNodeIndex(value int32) *NodeNetworkStatusApplyConfiguration {
+	b.NodeIndex = &value
 	return b
 }
 
