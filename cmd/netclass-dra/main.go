@@ -32,6 +32,7 @@ func main() {
 	slots := flag.Int("fallback-slots", 16, "devices per network when the API server cannot share one device among claims")
 	noShared := flag.Bool("no-shared-devices", false, "publish single-use device slots instead of one shared device per network")
 	health := flag.String("health-address", "127.0.0.1:9810", "where /healthz and /readyz answer probes (empty: nowhere)")
+	nodeDevices := flag.Bool("node-devices", true, "create, keep current and remove the node devices of the networks offered here (VXLAN device and bridge per VNI); off only for a daemon that does not own this host's devices")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -40,7 +41,7 @@ func main() {
 	if err := run(ctx, *kubeconfig, daemon.Config{
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
 		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir,
-		Slots: *slots, NoSharedDevices: *noShared, HealthAddress: *health,
+		Slots: *slots, NoSharedDevices: *noShared, HealthAddress: *health, NoNodeDevices: !*nodeDevices,
 		VFs: sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "netclass-dra failed")

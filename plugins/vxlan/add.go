@@ -10,6 +10,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	cfgqos "github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/qos"
 )
@@ -35,11 +36,11 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 	if err := attach.UsableNetNS(args.Netns); err != nil {
 		return nil, err
 	}
-	u, err := resolveUnderlay(c)
+	u, err := vni.ResolveUnderlay(c)
 	if err != nil {
 		return nil, err
 	}
-	p := bridgeport.Port{ContainerID: args.ContainerID, NetNS: args.Netns, IfName: args.IfName, MTU: u.mtu, MAC: mac}
+	p := bridgeport.Port{ContainerID: args.ContainerID, NetNS: args.Netns, IfName: args.IfName, MTU: u.MTU, MAC: mac}
 	rec := &attach.Record{Network: c.Name, Plugin: netconf.TypeVXLAN, ContainerID: args.ContainerID,
 		IfName: args.IfName, NetNS: args.Netns, HostIf: p.HostName(), Bridge: c.BridgeName(), Config: c.Raw}
 	if err := store(c).Put(rec); err != nil {
@@ -86,13 +87,13 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 // join makes sure the VNI's devices exist and plugs the pod's veth into the
 // bridge, all under the VNI lock: a concurrent last DEL cannot remove the
 // bridge in between.
-func join(c *netconf.VXLAN, u underlay, p *bridgeport.Port, undo *attach.Undo) (br, host netlink.Link, err error) {
-	unlock, err := lock(c)
+func join(c *netconf.VXLAN, u vni.Underlay, p *bridgeport.Port, undo *attach.Undo) (br, host netlink.Link, err error) {
+	unlock, err := vni.Lock(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer unlock()
-	bridge, err := ensureShared(c, u)
+	bridge, err := vni.Ensure(c, u, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	cfgqos "github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/qos"
@@ -46,7 +47,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 
 // checkShared verifies the VNI's shared devices.
 func checkShared(c *netconf.VXLAN) error {
-	u, err := resolveUnderlay(c)
+	u, err := vni.ResolveUnderlay(c)
 	if err != nil {
 		return err
 	}
@@ -57,5 +58,5 @@ func checkShared(c *netconf.VXLAN) error {
 	if err := link.CheckOwner(br, c.Name); err != nil {
 		return err
 	}
-	return link.CheckVXLAN(u.spec(c, br.Attrs().Index), c.RemoteIPs)
+	return link.CheckVXLAN(u.Spec(c, br.Attrs().Index), c.RemoteIPs)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/qos"
 )
@@ -16,12 +17,12 @@ import (
 // host, the VXLAN device and bridge.
 func leave(c *netconf.VXLAN, p bridgeport.Port) error {
 	_, err := p.Remove()
-	unlock, lerr := lock(c)
+	unlock, lerr := vni.Lock(c)
 	if lerr != nil {
 		return errors.Join(err, lerr)
 	}
 	defer unlock()
-	return errors.Join(err, removeSharedIfUnused(c))
+	return errors.Join(err, vni.RemoveIfUnused(c))
 }
 
 func cmdDel(args *skel.CmdArgs) error {

@@ -8,6 +8,9 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/test/cnitest"
 )
 
@@ -45,4 +48,37 @@ func TestVNIBelongsToOneNetwork(t *testing.T) {
 	}
 	// red's only address was released: a red ADD on its own VNI succeeds.
 	a.Add(t, plugin, a.conf(t, "red", 4712, "10.61.0.0/24", "10.61.0.10", "10.61.0.10", nil), cnitest.NewPod(t), "net1")
+}
+
+// TestNodeManagedDevicesOutliveTheLastPod: devices netclass-dra's node engine
+// made (node-managed tag) are joined by pods and left in place by the last
+// pod's DEL: their lifetime is the node daemon's.
+func TestNodeManagedDevicesOutliveTheLastPod(t *testing.T) {
+	a, _ := twoNodes(t)
+	conf := a.conf(t, "blue", 4713, "10.62.0.0/24", "10.62.0.10", "10.62.0.10", nil)
+	c, err := netconf.ParseVXLAN(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.NS.Do(t, func() error {
+		u, err := vni.ResolveUnderlay(c)
+		if err != nil {
+			return err
+		}
+		_, err = vni.Ensure(c, u, true)
+		return err
+	})
+	p := cnitest.NewPod(t)
+	a.Add(t, plugin, conf, p, "net1")
+	if _, err := a.Exec(p.Call(plugin, "DEL", "net1", conf)); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	for _, dev := range []string{"ncbr4713", "ncvx4713"} {
+		if !a.NS.HasLink(t, dev) {
+			t.Fatalf("the last pod's DEL removed the node daemon's %s", dev)
+		}
+		if alias := a.NS.Link(t, dev).Attrs().Alias; alias != link.NodeOwnerAlias("blue") {
+			t.Errorf("%s: alias %q after ADD and DEL", dev, alias)
+		}
+	}
 }

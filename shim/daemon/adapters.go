@@ -23,6 +23,8 @@ type collector struct {
 	host network.Host
 	node string
 	log  klog.Logger
+	// offered, when set, receives every computation of the offered networks.
+	offered func([]network.Network)
 
 	mu     sync.Mutex
 	logged map[string]string
@@ -45,6 +47,9 @@ func (c *collector) Collect() ([]network.Network, []network.Skip, error) {
 		logged[key] = n.StatusIgnored
 	}
 	c.logged = logged
+	if err == nil && c.offered != nil {
+		c.offered(nets)
+	}
 	return nets, skips, err
 }
 

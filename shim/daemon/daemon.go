@@ -34,10 +34,12 @@ import (
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/nodedevices"
 	"github.com/netclass-dev/netclass/shim/nodenetwork"
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/prepare"
 	"github.com/netclass-dev/netclass/shim/publish"
+	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/shim/runtime"
 	"github.com/netclass-dev/netclass/shim/status"
 )
@@ -64,6 +66,9 @@ type Config struct {
 	// HealthAddress is where /healthz and /readyz answer the kubelet's
 	// probes ("": nowhere).
 	HealthAddress string
+	// NoNodeDevices leaves the node's devices alone (nodedevices): for a
+	// daemon that does not own the host it runs on, as a test's second one.
+	NoNodeDevices bool
 }
 
 // Daemon is a configured netclass-dra.
@@ -79,11 +84,14 @@ type Daemon struct {
 	peers     peers.Listers
 	nodes     coreinformers.NodeInformer
 	publisher *publish.Publisher
-	store     *checkpoint.Store
-	runtime   *runtime.Plugin
-	prepare   *prepare.Plugin
-	nodeNets  *nodenetwork.Reporter
-	events    record.EventBroadcaster
+	devices   *deviceLoop
+	// nodeNetsChanged asks for the NodeNetwork statuses to be written again.
+	nodeNetsChanged chan struct{}
+	store           *checkpoint.Store
+	runtime         *runtime.Plugin
+	prepare         *prepare.Plugin
+	nodeNets        *nodenetwork.Reporter
+	events          record.EventBroadcaster
 	// registered is closed once the kubelet registered the plugin and NRI connected.
 	registered chan struct{}
 	nriUp      chan struct{}
@@ -109,7 +117,8 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	for _, p := range problems {
 		klog.FromContext(ctx).Error(p, "Checkpoint record set aside")
 	}
-	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{})}
+	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{}),
+		nodeNetsChanged: make(chan struct{}, 1)}
 	if err := d.informers(ctx); err != nil {
 		return nil, err
 	}
@@ -163,7 +172,10 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.publisher = publish.New(newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName),
+	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir})
+	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
+	collect.offered = d.devices.Offer
+	d.publisher = publish.New(collect,
 		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.publisher.Trigger() },
@@ -207,7 +219,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		Detacher: d.runtime, Reporter: reporter,
 		OnError: d.publisher.HandleError,
 	}
-	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}}
+	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 
 // Run serves until ctx ends.
@@ -246,16 +258,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer helper.Stop()
 	logger.Info("netclass-dra started", "node", d.cfg.NodeName, "kubeletDir", d.cfg.KubeletDir, "nriSocket", d.cfg.NRISocket,
 		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
-	done := make(chan struct{}, 4)
+	done := make(chan struct{}, 5)
 	spawn := func(f func()) {
 		go func() { defer func() { done <- struct{}{} }(); f() }()
 	}
 	spawn(func() { d.publisher.Run(ctx, helper) })
 	spawn(func() { runtime.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
 	spawn(func() { d.reportNodeNetworks(ctx) })
+	spawn(func() {
+		if !d.cfg.NoNodeDevices {
+			d.devices.Run(ctx, d.nodeNetsChanged)
+		}
+	})
 	spawn(func() { d.waitReady(ctx, helper) })
 	<-ctx.Done()
-	for range 4 {
+	for range 5 {
 		<-done
 	}
 	d.runtime.Wait()
@@ -291,7 +308,7 @@ func (d *Daemon) reportNodeNetworks(ctx context.Context) {
 	lister := d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister()
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
-	changed := make(chan struct{}, 1)
+	changed := d.nodeNetsChanged
 	d.nodeFac.Netclass().V1alpha1().NodeNetworks().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke(changed) },
 		UpdateFunc: func(any, any) { poke(changed) },

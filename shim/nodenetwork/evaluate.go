@@ -40,6 +40,8 @@ type Verdict struct {
 	MTU          int
 	// NodeIndex is the node's index (-1: none).
 	NodeIndex int
+	// Devices are the node devices kept for the ClusterNetwork's networks.
+	Devices []string
 }
 
 // Node is what the evaluation knows of the node itself.

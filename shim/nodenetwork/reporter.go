@@ -3,6 +3,7 @@ package nodenetwork
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,12 +26,18 @@ type Reporter struct {
 	API  StatusAPI
 	Host Host
 	Now  func() time.Time
+	// Devices names the node devices kept for a ClusterNetwork's networks
+	// (nil: none are reported).
+	Devices func(clusterNetwork string) []string
 }
 
 // Report evaluates one NodeNetwork and applies its status when it changed.
 func (r *Reporter) Report(ctx context.Context, nn *ncv1.NodeNetwork, node Node) error {
 	v := Evaluate(nn, r.Host, node)
 	v.NodeIndex = node.Index
+	if r.Devices != nil {
+		v.Devices = r.Devices(nn.Spec.ClusterNetworkName)
+	}
 	if !changed(nn, v) {
 		return nil
 	}
@@ -73,6 +80,7 @@ func Apply(nn *ncv1.NodeNetwork, v Verdict, now time.Time) *ncapply.NodeNetworkA
 	if v.NodeIndex >= 0 {
 		st.WithNodeIndex(int32(v.NodeIndex))
 	}
+	st.WithDevices(v.Devices...)
 	return ncapply.NodeNetwork(nn.Name).WithStatus(st)
 }
 
@@ -91,5 +99,6 @@ func changed(nn *ncv1.NodeNetwork, v Verdict) bool {
 	}
 	return c == nil || c.Status != want || c.Reason != v.Reason || c.Message != v.Message ||
 		c.ObservedGeneration != nn.Generation || nn.Status.ObservedGeneration != nn.Generation ||
-		string(nn.Status.Master) != v.Master || string(nn.Status.LocalAddress) != v.LocalAddress || mtu != v.MTU || index != v.NodeIndex
+		string(nn.Status.Master) != v.Master || string(nn.Status.LocalAddress) != v.LocalAddress || mtu != v.MTU || index != v.NodeIndex ||
+		!slices.Equal(nn.Status.Devices, v.Devices)
 }

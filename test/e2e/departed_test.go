@@ -48,7 +48,8 @@ func TestDepartedNodeSlices(t *testing.T) {
 	other := &harness.DRA{Bin: e.Bins.DRA, Kubeconfig: kubeconfig, Node: node, CNIDirs: e.Bins.CNIDirs,
 		StateDir: filepath.Join(dir, "state"), LogPath: filepath.Join(dir, "log"),
 		// Its own kubelet and runtime directories: nothing on this machine talks to it.
-		Extra: []string{"--kubelet-dir=" + filepath.Join(dir, "kubelet"), "--nri-socket=" + filepath.Join(dir, "nri.sock")}}
+		// It does not own this host's devices either.
+		Extra: []string{"--kubelet-dir=" + filepath.Join(dir, "kubelet"), "--nri-socket=" + filepath.Join(dir, "nri.sock"), "--node-devices=false"}}
 	if _, err := other.Launch(); err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,16 @@ type NodeNetworkStatus struct {
 	// +optional
 	LocalAddress IPAddress `json:"localAddress,omitempty"`
 
+	// devices are the node devices the node daemon keeps for the Networks of
+	// this ClusterNetwork on the node (a VNI's VXLAN device and bridge),
+	// created when the network can be used here and removed when it is gone
+	// and no pod uses them.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:items:MaxLength=15
+	// +optional
+	Devices []string `json:"devices,omitempty"`
+
 	// nodeIndex is this node's index (the Node annotation
 	// netclass.dev/node-index, assigned by netclass-controller): it picks the
 	// node's block of every host-local range of a network spanning nodes, so

@@ -17,6 +17,9 @@ type BridgeSpec struct {
 	// Owner is the network the bridge serves: a bridge netclass creates is
 	// tagged with it, and a bridge tagged by another network is refused.
 	Owner string
+	// NodeManaged tags the bridge (created, or found untagged or tagged by
+	// a plugin for the same network) as netclass-dra's.
+	NodeManaged bool
 }
 
 // EnsureBridge returns the named bridge, creating it when absent. Concurrent
@@ -27,6 +30,11 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 	if err == nil {
 		if err := CheckOwner(br, s.Owner); err != nil {
 			return nil, err
+		}
+		if s.NodeManaged {
+			if err := tag(br, s.Owner, true); err != nil {
+				return nil, err
+			}
 		}
 		return br, setBridgeState(br, s)
 	}
@@ -47,10 +55,8 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 	if br, err = findBridge(s.Name); err != nil {
 		return nil, err
 	}
-	if created {
-		err = tag(br, s.Owner)
-	} else {
-		err = CheckOwner(br, s.Owner)
+	if err = CheckOwner(br, s.Owner); err == nil && (created || s.NodeManaged) {
+		err = tag(br, s.Owner, s.NodeManaged)
 	}
 	if err != nil {
 		return nil, err

@@ -26,6 +26,8 @@ type VXLANSpec struct {
 	BridgeIndex int // bridge the device is a port of
 	// Owner is the network the device serves (see BridgeSpec.Owner).
 	Owner string
+	// NodeManaged: see BridgeSpec.NodeManaged.
+	NodeManaged bool
 }
 
 // EnsureVXLAN returns the VXLAN device, creating it (enslaved to the bridge
@@ -45,7 +47,7 @@ func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 		}
 		created := err == nil
 		if vx, err = findVXLAN(s.Name); err == nil && created {
-			err = tag(vx, s.Owner)
+			err = tag(vx, s.Owner, s.NodeManaged)
 		}
 	}
 	if err != nil {
@@ -53,6 +55,11 @@ func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 	}
 	if err := CheckOwner(vx, s.Owner); err != nil {
 		return nil, err
+	}
+	if s.NodeManaged {
+		if err := tag(vx, s.Owner, true); err != nil {
+			return nil, err
+		}
 	}
 	if diff := vxlanDiff(vx, s); diff != "" {
 		return nil, fmt.Errorf("vxlan %q exists with other settings: %s", s.Name, diff)
@@ -157,6 +164,33 @@ func AddFloodEntries(vx netlink.Link, remotes []netip.Addr) error {
 		})
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("add flood entry %s to vxlan %q: %w", r, vx.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
+// SetFloodEntries makes the device's all-zeros FDB entries exactly remotes:
+// missing ones are appended first, then stale ones deleted, so flooding to
+// the remotes that stay never stops.
+func SetFloodEntries(vx netlink.Link, remotes []netip.Addr) error {
+	if err := AddFloodEntries(vx, remotes); err != nil {
+		return err
+	}
+	have, err := FloodEntries(vx)
+	if err != nil {
+		return err
+	}
+	for _, h := range have {
+		if slices.Contains(remotes, h) {
+			continue
+		}
+		err := netlink.NeighDel(&netlink.Neigh{
+			LinkIndex: vx.Attrs().Index, Family: syscall.AF_BRIDGE,
+			State: netlink.NUD_PERMANENT, Flags: netlink.NTF_SELF,
+			IP: addrIP(h), HardwareAddr: zeroMAC(),
+		})
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("delete flood entry %s of vxlan %q: %w", h, vx.Attrs().Name, err)
 		}
 	}
 	return nil

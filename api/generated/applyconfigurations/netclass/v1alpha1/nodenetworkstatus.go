@@ -23,6 +23,11 @@ type NodeNetworkStatusApplyConfiguration struct {
 	// localAddress is the underlay address VXLAN packets leave from on this
 	// node; the controller uses it to fill other nodes' remotes.
 	LocalAddress *netclassv1alpha1.IPAddress `json:"localAddress,omitempty"`
+	// devices are the node devices the node daemon keeps for the Networks of
+	// this ClusterNetwork on the node (a VNI's VXLAN device and bridge),
+	// created when the network can be used here and removed when it is gone
+	// and no pod uses them.
+	Devices []string `json:"devices,omitempty"`
 	// nodeIndex is this node's index (the Node annotation
 	// netclass.dev/node-index, assigned by netclass-controller): it picks the
 	// node's block of every host-local range of a network spanning nodes, so
@@ -62,6 +67,16 @@ func (b *NodeNetworkStatusApplyConfiguration) WithMaster(value netclassv1alpha1.
 // If called multiple times, the LocalAddress field is set to the value of the last call.
 func (b *NodeNetworkStatusApplyConfiguration) WithLocalAddress(value netclassv1alpha1.IPAddress) *NodeNetworkStatusApplyConfiguration {
 	b.LocalAddress = &value
+	return b
+}
+
+// WithDevices adds the given value to the Devices field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Devices field.
+func (b *NodeNetworkStatusApplyConfiguration) WithDevices(values ...string) *NodeNetworkStatusApplyConfiguration {
+	for i := range values {
+		b.Devices = append(b.Devices, values[i])
+	}
 	return b
 }
 

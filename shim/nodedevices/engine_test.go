@@ -1,0 +1,173 @@
+package nodedevices_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/nodedevices"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// vxlanNet is an offered netclass-vxlan network over the node's 10.77.0.1.
+func vxlanNet(name string, id int, remotes ...string) network.Network {
+	rs := `[]`
+	if len(remotes) > 0 {
+		rs = `["` + strings.Join(remotes, `","`) + `"]`
+	}
+	return network.Network{
+		Ref:    attachment.NetworkRef{Kind: "PodNetwork", Name: name},
+		Type:   "netclass-vxlan",
+		Config: []byte(fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"netclass-vxlan","vni":%d,"local":"10.77.0.1","remotes":%s}`, name, id, rs)),
+	}
+}
+
+// node is a fresh namespace with an underlay veth holding 10.77.0.1.
+func node(t *testing.T) *nstest.NS {
+	ns := nstest.New(t)
+	ns.Do(t, func() error {
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = "ul0"
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "ul0p"}); err != nil {
+			return err
+		}
+		ul, err := netlink.LinkByName("ul0")
+		if err != nil {
+			return err
+		}
+		addr, _ := netlink.ParseAddr("10.77.0.1/24")
+		if err := netlink.AddrAdd(ul, addr); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(ul)
+	})
+	return ns
+}
+
+func flood(t *testing.T, ns *nstest.NS, dev string) []string {
+	t.Helper()
+	var out []string
+	ns.Do(t, func() error {
+		l, err := link.ByName(dev)
+		if err != nil {
+			return err
+		}
+		addrs, err := link.FloodEntries(l)
+		for _, a := range addrs {
+			out = append(out, a.String())
+		}
+		slices.Sort(out)
+		return err
+	})
+	return out
+}
+
+func sync(t *testing.T, ns *nstest.NS, e *nodedevices.Engine, nets ...network.Network) (nodedevices.Result, error) {
+	t.Helper()
+	var res nodedevices.Result
+	var err error
+	ns.Do(t, func() error {
+		res, err = e.Sync(context.Background(), nets)
+		return nil
+	})
+	return res, err
+}
+
+// TestEngineFollowsTheCluster: the VNI devices appear with the network, their
+// flood list follows the network's remotes in place (nodes joining and
+// leaving), they stay while a pod uses them after the network went, and go
+// with the last pod.
+func TestEngineFollowsTheCluster(t *testing.T) {
+	ns := node(t)
+	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	res, err := sync(t, ns, e, vxlanNet("blue", 4100, "10.77.0.2", "10.77.0.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Devices["blue"]; !slices.Equal(got, []string{"ncbr4100", "ncvx4100"}) {
+		t.Fatalf("devices %v", res.Devices)
+	}
+	for _, dev := range []string{"ncbr4100", "ncvx4100"} {
+		if l := ns.Link(t, dev); l.Attrs().Alias != link.NodeOwnerAlias("blue") {
+			t.Errorf("%s has alias %q, want the node daemon's tag for blue", dev, l.Attrs().Alias)
+		}
+	}
+	if got := flood(t, ns, "ncvx4100"); !slices.Equal(got, []string{"10.77.0.2", "10.77.0.3"}) {
+		t.Fatalf("flood entries %v", got)
+	}
+	// node 3 left, node 4 joined: the same devices, the entries follow
+	before := ns.Link(t, "ncvx4100").Attrs().Index
+	if _, err := sync(t, ns, e, vxlanNet("blue", 4100, "10.77.0.2", "10.77.0.4")); err != nil {
+		t.Fatal(err)
+	}
+	if got := flood(t, ns, "ncvx4100"); !slices.Equal(got, []string{"10.77.0.2", "10.77.0.4"}) {
+		t.Fatalf("flood entries after a node left and another joined: %v", got)
+	}
+	if after := ns.Link(t, "ncvx4100").Attrs().Index; after != before {
+		t.Fatalf("the vxlan device was re-created (index %d → %d): running pods would lose it", before, after)
+	}
+	// a pod is a port of the bridge: the network goes, the devices stay
+	ns.Do(t, func() error {
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name, attrs.MasterIndex = "pod0", ns.Link(t, "ncbr4100").Attrs().Index
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "pod0p"})
+	})
+	if res, err := sync(t, ns, e); err != nil || len(res.Removed) != 0 {
+		t.Fatalf("with a pod still on the bridge: removed %v, %v", res.Removed, err)
+	}
+	if !ns.HasLink(t, "ncvx4100") || !ns.HasLink(t, "ncbr4100") {
+		t.Fatal("devices removed while a pod uses them")
+	}
+	ns.Do(t, func() error { return link.Delete("pod0") })
+	res, err = sync(t, ns, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.HasLink(t, "ncvx4100") || ns.HasLink(t, "ncbr4100") || len(res.Removed) != 2 {
+		t.Fatalf("devices of a network that is gone, with no pod left: still there (removed %v)", res.Removed)
+	}
+}
+
+// TestEngineNeverTakesAnotherNetworksDevices: a VNI bridge another network
+// tagged is refused with both names and left as it is; a plugin's device of
+// the same network is adopted; devices it does not manage are never removed.
+func TestEngineNeverTakesAnotherNetworksDevices(t *testing.T) {
+	ns := node(t)
+	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	ns.Do(t, func() error {
+		_, err := link.EnsureBridge(link.BridgeSpec{Name: "ncbr4200", Owner: "red"})
+		return err
+	})
+	_, err := sync(t, ns, e, vxlanNet("blue", 4200))
+	if err == nil || !strings.Contains(err.Error(), `"red"`) || !strings.Contains(err.Error(), `"blue"`) {
+		t.Fatalf("joining red's bridge for blue: %v", err)
+	}
+	if a := ns.Link(t, "ncbr4200").Attrs().Alias; a != link.OwnerAlias("red") {
+		t.Fatalf("red's bridge retagged to %q", a)
+	}
+	// red's own (plugin-made) bridge is adopted when red is offered
+	if _, err := sync(t, ns, e, vxlanNet("red", 4200, "10.77.0.9")); err != nil {
+		t.Fatal(err)
+	}
+	if a := ns.Link(t, "ncbr4200").Attrs().Alias; a != link.NodeOwnerAlias("red") {
+		t.Fatalf("red's bridge not adopted: alias %q", a)
+	}
+	// an admin's untagged bridge with a VNI-like name is not the engine's to remove
+	ns.Do(t, func() error {
+		_, err := link.EnsureBridge(link.BridgeSpec{Name: "ncbr4300"})
+		return err
+	})
+	if _, err := sync(t, ns, e); err != nil {
+		t.Fatal(err)
+	}
+	if !ns.HasLink(t, "ncbr4300") {
+		t.Fatal("an untagged bridge was removed")
+	}
+}
