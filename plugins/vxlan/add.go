@@ -10,9 +10,9 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	cfgqos "github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
-	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
 
 func cmdAdd(args *skel.CmdArgs) error {

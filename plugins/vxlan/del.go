@@ -8,9 +8,9 @@ import (
 
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
-	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
 
 // leave removes the pod's veth and, if it was the VNI's last pod on this
