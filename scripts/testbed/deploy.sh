@@ -54,7 +54,9 @@ adapt() {
 # manifests: conf/deploy's objects as JSON, adapted (kubectl only reads them, the server
 # resolves their kinds).
 manifests() {
-  "${KUBECTL[@]}" create --dry-run=client -o json -f "$repo/conf/deploy/" | adapt
+  local files=() f
+  for f in "$repo"/conf/deploy/*.yaml; do files+=(-f "$f"); done   # not its examples/
+  "${KUBECTL[@]}" create --dry-run=client -o json "${files[@]}" | adapt
 }
 
 # dra_ready_everywhere: netclass-dra's pod is Ready on every node of the test bed.
@@ -91,8 +93,10 @@ apply() {
     ctr_on "$node" images import --platform linux/amd64 "$tar" >/dev/null
   done
   log "applying conf/crd/"
-  "${KUBECTL[@]}" apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" -f "$repo/conf/crd/" >/dev/null
-  "${KUBECTL[@]}" wait --for=condition=Established --timeout=60s -f "$repo/conf/crd/" >/dev/null
+  local crds=() f
+  for f in "$repo"/conf/crd/*.yaml; do crds+=(-f "$f"); done   # not its testdata/
+  "${KUBECTL[@]}" apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" "${crds[@]}" >/dev/null
+  "${KUBECTL[@]}" wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null
   log "applying conf/deploy/ (API server $NODE_IP:$APISERVER_PORT, controller on the host network, netns under $STATE_DIR)"
   manifests | "${KUBECTL[@]}" apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" -f - >/dev/null
   wait_rollout
