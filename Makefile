@@ -39,12 +39,15 @@ build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/ ./cmd/...
 
+# On a running test bed, every node's CNI bin dir (scripts/testbed/testbed.mk).
 install: build
 	install -d $(DESTDIR)$(CNI_BIN_DIR)
 	install -m 0755 $(addprefix $(BIN)/,$(PLUGINS)) $(DESTDIR)$(CNI_BIN_DIR)/
+	$(call testbed_nodes_plugins,install,$(addprefix $(BIN)/,$(PLUGINS)))
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(CNI_BIN_DIR)/,$(PLUGINS))
+	$(call testbed_nodes_plugins,uninstall,$(PLUGINS))
 
 deps:
 	scripts/deps.sh

@@ -1,57 +1,47 @@
 #!/usr/bin/env bash
 # Tear down the test bed that up.sh started and put the host back as up.sh found it (see
-# README.md). Stops only the processes up.sh recorded, by PID. Idempotent: when nothing is up
-# it checks for leftovers, removes them and succeeds.
+# README.md): every node (nodes 2..N through nodes.sh), then node 1 and the control plane.
+# Stops only the processes the scripts recorded, by PID, and those inside the nodes' own
+# namespaces and cgroups. Idempotent: when nothing is up it checks for leftovers, removes them
+# and succeeds.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/testbed/env.sh
 source "$here/env.sh"
+# shellcheck source=scripts/testbed/pki.sh
+source "$here/pki.sh"
+# shellcheck source=scripts/testbed/configs.sh
+source "$here/configs.sh"
+# shellcheck source=scripts/testbed/nodes.sh
+source "$here/nodes.sh"
 
 need_root "down.sh"
 PIDS="$STATE_DIR/pids"
-KUBECTL="$TESTBED_BIN/kubectl"
 CTR=("$TESTBED_BIN/ctr" --address "$CONTAINERD_SOCKET" -n k8s.io)
-DRAIN_TIMEOUT=${NETCLASS_TESTBED_DRAIN_TIMEOUT:-60}
-problems=0
-
-warn() { log "warning: $*"; problems=$((problems + 1)); }
 
 running() { pid_alive "$PIDS/$1.pid"; }
 
-# stop NAME: SIGTERM the recorded process, SIGKILL it after 20 s.
+# stop NAME: SIGTERM one of node 1's recorded processes, SIGKILL it after 20 s.
 stop() {
-  local name=$1 pid deadline
-  running "$name" || return 0
-  read -r pid _ <"$PIDS/$name.pid"
-  log "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  deadline=$((SECONDS + 20))
-  while running "$name"; do
-    if ((SECONDS >= deadline)); then
-      log "$name did not stop in 20 s: SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      deadline=$((SECONDS + 10))
-      while running "$name" && ((SECONDS < deadline)); do sleep 0.1; done
-      running "$name" && warn "$name (pid $pid) survived SIGKILL"
-      break
-    fi
-    sleep 0.1
-  done
-  rm -f "$PIDS/$name.pid"
+  stop_pid "$PIDS/$1.pid" "$1" || warn "$1 survived SIGKILL"
 }
 
-kubectl_admin() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=10s "$@"; }
-
-# netns_left: the pod network namespaces containerd still holds.
+# netns_left: the pod network namespaces the nodes' containerds still hold (node 1's in its
+# state dir; the others' state dirs are bound there inside their mount namespaces, and the
+# mount point files are visible from here).
 netns_left() {
-  find "$STATE_DIR/containerd/io.containerd.grpc.v1.cri/netns" -mindepth 1 -maxdepth 1 2>/dev/null | grep -q .
+  local d
+  for d in "$STATE_DIR/containerd" "$NODES_DIR"/*/containerd; do
+    find "$d/io.containerd.grpc.v1.cri/netns" -mindepth 1 -maxdepth 1 2>/dev/null | grep -q . && return 0
+  done
+  return 1
 }
 
-# Delete every pod through the API while the kubelet still runs, so each sandbox goes through
+# Delete every pod through the API while the kubelets still run, so each sandbox goes through
 # the ordinary path: NRI StopPodSandbox, CNI DEL, DRA NodeUnprepareResources.
 drain() {
-  running kubelet && running kube-apiserver && running containerd || return 0
+  running kube-apiserver || return 0
   [[ -s $KUBECONFIG_PATH ]] || return 0
   # nothing may recreate the pods meanwhile
   stop kube-controller-manager
@@ -95,17 +85,6 @@ kill_leftover_shims() {
   done
 }
 
-# mounts_under DIR...: mount points at or below the directories, deepest first.
-mounts_under() {
-  local d
-  awk '{ print $5 }' /proc/self/mountinfo | while read -r m; do
-    m=$(printf '%b' "${m//\\/\\0}")    # mountinfo escapes spaces and the like as \040
-    for d in "$@"; do
-      if [[ $m == "$d" || $m == "$d"/* ]]; then printf '%s\n' "$m"; fi
-    done
-  done | sort -ru
-}
-
 unmount_all() {
   local dirs=("$KUBELET_DIR" "$STATE_DIR" "$DATA_DIR") m pass
   for pass in 1 2 3 4 5; do
@@ -132,7 +111,8 @@ rm_tree() {
 
 remove_cgroups() {
   local root
-  for root in /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods.slice; do
+  for root in /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods.slice \
+    /sys/fs/cgroup/"$CGROUP_PARENT" /sys/fs/cgroup/*/"$CGROUP_PARENT"; do
     [[ -d $root ]] || continue
     find "$root" -depth -type d -exec rmdir {} + 2>/dev/null || true
     [[ ! -d $root ]] || warn "cgroup $root could not be removed (processes left in it?)"
@@ -193,17 +173,56 @@ restore_sysctls() {
 }
 
 remove_network() {
-  if [[ -f $STATE_DIR/bridge.created ]] || { [[ ! -d $STATE_DIR ]] && [[ $BRIDGE == nctb0 ]]; }; then
-    if ip link show "$BRIDGE" >/dev/null 2>&1; then
-      log "removing bridge $BRIDGE"
-      ip link del "$BRIDGE" || warn "could not remove bridge $BRIDGE"
+  local b
+  for b in "$UNDERLAY_BRIDGE" "$POD_BRIDGE"; do
+    ip link show "$b" >/dev/null 2>&1 || continue
+    # ours when up.sh recorded it, or when no state is left and it has the default name
+    if grep -qxF "$b" "$STATE_DIR/bridges.created" 2>/dev/null ||
+      { [[ ! -d $STATE_DIR ]] && [[ $b == nctb0 || $b == nctb-pod ]]; }; then
+      log "removing bridge $b"
+      ip link del "$b" || warn "could not remove bridge $b"
     fi
-  elif ip link show "$BRIDGE" >/dev/null 2>&1; then
-    ip addr del "$NODE_IP/${POD_SUBNET#*/}" dev "$BRIDGE" 2>/dev/null || true
+  done
+  if ip link show "$UNDERLAY_BRIDGE" >/dev/null 2>&1; then
+    ip addr del "$NODE_IP/$UNDERLAY_PREFIX" dev "$UNDERLAY_BRIDGE" 2>/dev/null || true
   fi
+  # host ends of the nodes' underlay veths whose node left no state
+  local link
+  while read -r link; do
+    log "removing leftover link $link"
+    ip link del "$link" 2>/dev/null || true
+  done < <(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | grep -E '^nctb-n[0-9]+$')
   rm -f "$CNI_CONF_FILE"
   rm -rf "/var/lib/cni/networks/$CNI_NETWORK_NAME"
   rm -f /var/lib/cni/results/"$CNI_NETWORK_NAME"-*
+}
+
+# Nodes whose namespace files are gone (a crash, a lost state dir) leave processes that name
+# their state directory on their command line, and pods in their cgroups: end those, by PID.
+kill_leftover_node_procs() {
+  local p cmd dir
+  while read -r dir; do
+    [[ -d $dir ]] || continue
+    while read -r p; do
+      log "killing leftover process $p of cgroup $dir"
+      kill -KILL "$p" 2>/dev/null || true
+    done < <(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null)
+  done < <(cgroup_dirs "$CGROUP_PARENT")
+  for p in /proc/[0-9]*; do
+    { cmd=$(tr '\0' ' ' <"$p/cmdline"); } 2>/dev/null || continue
+    [[ $cmd == *"$TESTBED_BIN/"* && $cmd == *"$NODES_DIR/"* ]] || continue
+    log "killing leftover node process ${p#/proc/}: $cmd"
+    kill -KILL "${p#/proc/}" 2>/dev/null || true
+  done
+}
+
+# stop_nodes: nodes 2..N, their API objects left alone (etcd's data goes anyway).
+stop_nodes() {
+  local node
+  while read -r node; do
+    [[ -n $node ]] && node_remove "$node" local
+  done < <(extra_nodes)
+  kill_leftover_node_procs
 }
 
 # Files and directories up.sh created (recorded before it touched them).
@@ -214,7 +233,7 @@ remove_created() {
   sort -r "$file" | while read -r p; do
     [[ -n $p && -e $p ]] || continue
     case $p in
-      "$KUBELET_DIR" | "$DATA_DIR" | /var/log/pods | /var/log/containers) rm_tree "$p" ;;
+      "$KUBELET_DIR" | "$DATA_DIR" | /var/log/pods | /var/log/containers | /var/lib/netclass) rm_tree "$p" ;;
       *)
         if [[ -d $p ]]; then
           find "$p" -depth -type d -empty -delete 2>/dev/null || true
@@ -234,6 +253,7 @@ main() {
     log "not up (no $STATE_DIR); checking for leftovers"
   fi
   drain
+  stop_nodes
   stop kubelet
   stop kube-scheduler
   stop kube-controller-manager

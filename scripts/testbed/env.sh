@@ -36,17 +36,49 @@ CNI_NETWORK_NAME=netclass-testbed
 NRI_SOCKET=/var/run/nri/nri.sock
 CONTAINERD_SOCKET="$STATE_DIR/containerd/containerd.sock"
 
-# The node's own network: a bridge made by up.sh that carries the node's InternalIP (which the
-# API server and the kubelet bind to) and is the primary CNI bridge for the pods. Nothing routes
-# it anywhere: pods get no default route and the host forwards nothing from it.
-BRIDGE=${NETCLASS_TESTBED_BRIDGE:-nctb0}
-POD_SUBNET=${NETCLASS_TESTBED_POD_SUBNET:-10.250.0.0/24}
-NODE_IP=${NETCLASS_TESTBED_NODE_IP:-10.250.0.1}
+# The nodes' network (README.md, "The network"). The underlay, the "physical network" that
+# joins the nodes, is the bridge UNDERLAY_BRIDGE on this machine: node 1 (this machine's own
+# namespaces) carries its InternalIP on the bridge itself, node k >= 2 on a veth ul-n<k> in its
+# own network namespace whose peer nctb-n<k> is a port of the bridge. Node k's address is
+# UNDERLAY_NET.k/24; the API server binds node 1's. Each node's pods have their own bridge
+# POD_BRIDGE and subnet POD_NET.k.0/24 inside the node's network namespace. Nothing routes any
+# of it anywhere else: no default route, no NAT, and this machine forwards nothing from it.
+UNDERLAY_BRIDGE=${NETCLASS_TESTBED_BRIDGE:-nctb0}
+UNDERLAY_NET=${NETCLASS_TESTBED_UNDERLAY_NET:-10.250.0}   # node k: UNDERLAY_NET.k/24
+UNDERLAY_PREFIX=24
+POD_NET=${NETCLASS_TESTBED_POD_NET:-10.252}               # node k's pods: POD_NET.k.0/24
+POD_CIDR="$POD_NET.0.0/16"                                # every node's pod subnet
+POD_BRIDGE=nctb-pod
+NODE_IP="$UNDERLAY_NET.1"
 SERVICE_SUBNET=${NETCLASS_TESTBED_SERVICE_SUBNET:-10.251.0.0/24}
 SERVICE_IP=${NETCLASS_TESTBED_SERVICE_IP:-10.251.0.1}   # first address of SERVICE_SUBNET
 APISERVER_PORT=6443
 APISERVER_URL="https://$NODE_IP:$APISERVER_PORT"
 NODE_NAME=${NETCLASS_TESTBED_NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
+
+# Nodes 2..N (nodes.sh). Each has a directory of state and one of data on this machine, which
+# its mount namespace binds over the default paths (NODE_BINDS), so that every program on the
+# node finds its own kubelet dir, CNI dirs, NRI socket… where a real node has them.
+NODES_DIR="$STATE_DIR/nodes"          # <node>.env (the contract), <node>/ (PIDs, configs)
+NODES_DATA="$DATA_DIR/nodes"          # <node>/ (kubelet dir, containerd root, CNI dirs…)
+NS_DIR="$STATE_DIR/ns"                # <node>.net, <node>.mnt: the persisted namespaces
+CGROUP_PARENT=netclass-testbed        # node k's cgroup root: /netclass-testbed/<node>
+MAX_NODE_INDEX=250
+# NODE_BINDS: "path on the node:directory under the node's state (s/) or data (d/) dir".
+NODE_BINDS=(
+  "$KUBELET_DIR:d/kubelet"
+  "$CNI_CONF_DIR:d/cni-conf"
+  "$CNI_BIN_DIR:d/cni-bin"
+  "/var/lib/cni:d/cni-state"
+  "/var/lib/netclass:d/netclass"
+  "/var/log/pods:d/log-pods"
+  "/var/log/containers:d/log-containers"
+  "$DATA_DIR/containerd:d/containerd"
+  "$STATE_DIR/containerd:s/containerd"
+  "/run/nri:s/nri"
+  "/run/containerd:s/run-containerd"
+  "/run/netns:s/run-netns"
+)
 
 # The hand-made image (busybox-static + a static pause), pinned as the sandbox image.
 TESTBED_IMAGE=${NETCLASS_TESTBED_IMAGE:-localhost/netclass-testbed/busybox:1}
@@ -61,6 +93,9 @@ COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-schedule
 
 # --- helpers ------------------------------------------------------------------------------------
 log() { printf '%s testbed: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# warn: a problem that does not stop the script; the script fails at its end (problems > 0).
+problems=0
+warn() { log "warning: $*"; problems=$((problems + 1)); }
 die() { printf 'testbed: error: %s\n' "$*" >&2; exit 1; }
 
 need_root() {
@@ -93,4 +128,132 @@ proc_stat() {
   # shellcheck disable=SC2086
   set -- $stat
   printf '%s %s\n' "$1" "${20}"
+}
+
+# --- nodes ----------------------------------------------------------------------------------------
+
+# Addresses and names of node number IDX (1 is this machine's own namespaces).
+node_ip() { printf '%s.%s' "$UNDERLAY_NET" "$1"; }
+pod_subnet() { printf '%s.%s.0/24' "$POD_NET" "$1"; }
+pod_gateway() { printf '%s.%s.1' "$POD_NET" "$1"; }
+host_veth() { printf 'nctb-n%s' "$1"; }
+underlay_if() {
+  if (($1 == 1)); then printf '%s' "$UNDERLAY_BRIDGE"; else printf 'ul-n%s' "$1"; fi
+}
+
+# env_value FILE KEY: the value of KEY in a KEY=value (or KEY="value") file, "" when absent.
+env_value() {
+  local line
+  line=$(grep -m1 -E "^(export )?$2=" "$1" 2>/dev/null) || return 0
+  line=${line#export }
+  line=${line#*=}
+  line=${line#\"}
+  printf '%s' "${line%\"}"
+}
+
+# write_kv KEY VALUE: one line of an env file, quoted so that both bash and the Go reader
+# (test/testbed/bed) read it back; refuses characters neither would keep.
+write_kv() {
+  [[ $2 != *[\"\$\`\\]* && $2 != *$'\n'* ]] || die "value of $1 holds a quote, \$, \` or backslash: $2"
+  printf '%s="%s"\n' "$1" "$2"
+}
+
+# daemon LOG COMMAND...: start COMMAND in its own session, stdin from /dev/null, output appended
+# to LOG, and none of our other file descriptors: a lock held by whoever started the script
+# (the test bed's flock) must not live on in a daemon. Sets DAEMON_PID (setsid execs: the PID
+# is COMMAND's).
+daemon() {
+  local logfile=$1
+  shift
+  (
+    close_fds
+    exec setsid "$@"
+  ) </dev/null >>"$logfile" 2>&1 &
+  # shellcheck disable=SC2034 # read by the callers
+  DAEMON_PID=$!
+}
+
+# close_fds: close every file descriptor above 2 of the current (sub)shell but bash's own 255.
+close_fds() {
+  local fd
+  for fd in /proc/"$BASHPID"/fd/*; do
+    fd=${fd##*/}
+    if ((fd > 2 && fd != 255)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
+# stop_pid PIDFILE LABEL: SIGTERM the recorded process, SIGKILL it after 20 s; false when it
+# survives SIGKILL.
+stop_pid() {
+  local pidfile=$1 label=$2 pid deadline
+  pid_alive "$pidfile" || { rm -f "$pidfile"; return 0; }
+  read -r pid _ <"$pidfile"
+  log "stopping $label (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$((SECONDS + 20))
+  while pid_alive "$pidfile"; do
+    if ((SECONDS >= deadline)); then
+      log "$label did not stop in 20 s: SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      deadline=$((SECONDS + 10))
+      while pid_alive "$pidfile" && ((SECONDS < deadline)); do sleep 0.1; done
+      pid_alive "$pidfile" && return 1
+      break
+    fi
+    sleep 0.1
+  done
+  rm -f "$pidfile"
+}
+
+# ns_pids NSFILE KIND: the processes in the namespace (KIND net or mnt) persisted at NSFILE.
+ns_pids() {
+  local file=$1 kind=$2 ino p
+  mountpoint -q "$file" 2>/dev/null || return 0   # not persisted (any more): no such namespace
+  ino=$(stat -L -c %i "$file" 2>/dev/null) || return 0
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/ns/$kind" 2>/dev/null) == "$kind:[$ino]" ]] && printf '%s\n' "${p#/proc/}"
+  done
+  return 0
+}
+
+# cgroup_dirs REL: the directory REL (e.g. netclass-testbed/node) in every cgroup hierarchy.
+cgroup_dirs() {
+  local h
+  if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+    printf '%s\n' "/sys/fs/cgroup/$1"
+    return 0
+  fi
+  for h in /sys/fs/cgroup/*/; do
+    [[ -f ${h}cgroup.procs ]] && printf '%s\n' "${h}$1"
+  done
+  return 0
+}
+
+# mounts_under DIR...: mount points at or below the directories, deepest first (in the mount
+# namespace of the caller).
+mounts_under() {
+  local d m
+  awk '{ print $5 }' /proc/self/mountinfo | while read -r m; do
+    m=$(printf '%b' "${m//\\/\\0}")    # mountinfo escapes spaces and the like as \040
+    for d in "$@"; do
+      if [[ $m == "$d" || $m == "$d"/* ]]; then printf '%s\n' "$m"; fi
+    done
+  done | sort -ru
+}
+
+# wait_until PIDFILE LOG WHAT TIMEOUT COMMAND...: retry COMMAND every 0.2 s until it succeeds;
+# fail at once with the end of LOG when the process of PIDFILE dies, or when TIMEOUT (s) passes.
+wait_until() {
+  local pidfile=$1 logfile=$2 what=$3 timeout=$4 deadline=$((SECONDS + $4))
+  shift 4
+  until "$@" >/dev/null 2>&1; do
+    if ! pid_alive "$pidfile"; then
+      tail -n 20 "$logfile" >&2 || true
+      die "$(basename "$pidfile" .pid) exited while waiting for $what (log: $logfile)"
+    fi
+    if ((SECONDS >= deadline)); then
+      die "timed out after ${timeout}s waiting for $what (log: $logfile)"
+    fi
+    sleep 0.2
+  done
 }

@@ -1,47 +1,41 @@
 #!/usr/bin/env bash
-# Bring up the one-node Kubernetes test bed on this machine (see README.md). Idempotent: when
-# the test bed is already up and healthy this does nothing; a half-up test bed is torn down
-# (down.sh) and started again.
+# Bring up the Kubernetes test bed on this machine (see README.md): the control plane and node 1
+# in this machine's namespaces, then nodes 2..TESTBED_NODES (default 2) in namespaces of their
+# own (nodes.sh). Idempotent: when the control plane and node 1 are up and healthy, only the
+# nodes are brought to the number asked for; a half-up test bed is torn down (down.sh) and
+# started again.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/testbed/env.sh
 source "$here/env.sh"
+# shellcheck source=scripts/testbed/pki.sh
+source "$here/pki.sh"
+# shellcheck source=scripts/testbed/configs.sh
+source "$here/configs.sh"
+# shellcheck source=scripts/testbed/nodes.sh
+source "$here/nodes.sh"
 
 need_root "up.sh"
-PKI="$STATE_DIR/pki"
 PIDS="$STATE_DIR/pids"
-KUBECTL="$TESTBED_BIN/kubectl"
-READY_TIMEOUT=${NETCLASS_TESTBED_READY_TIMEOUT:-180}   # seconds, for each wait below
 
 # --- small helpers --------------------------------------------------------------------------
 
-# wait_for COMPONENT DESCRIPTION COMMAND...: retry COMMAND every 0.2 s until it succeeds; fail
-# at once with the component's log when the component dies, or when the deadline passes.
+# wait_for COMPONENT DESCRIPTION COMMAND...: wait_until for one of node 1's components.
 wait_for() {
-  local name=$1 what=$2 deadline=$((SECONDS + READY_TIMEOUT))
+  local name=$1 what=$2
   shift 2
-  until "$@" >/dev/null 2>&1; do
-    if ! pid_alive "$PIDS/$name.pid"; then
-      tail -n 20 "$LOG_DIR/$name.log" >&2 || true
-      die "$name exited while waiting for $what (log: $LOG_DIR/$name.log)"
-    fi
-    if ((SECONDS >= deadline)); then
-      die "timed out after ${READY_TIMEOUT}s waiting for $what (log: $LOG_DIR/$name.log)"
-    fi
-    sleep 0.2
-  done
+  wait_until "$PIDS/$name.pid" "$LOG_DIR/$name.log" "$what" "$READY_TIMEOUT" "$@"
 }
 
-# start NAME BINARY ARGS...: start a daemon in its own session, log to LOG_DIR/NAME.log and
-# record "PID STARTTIME" in PIDS/NAME.pid.
+# start NAME BINARY ARGS...: start a daemon (env.sh), log to LOG_DIR/NAME.log and record
+# "PID STARTTIME" in PIDS/NAME.pid.
 start() {
-  local name=$1 pid
+  local name=$1
   shift
   log "starting $name"
-  setsid "$@" </dev/null >>"$LOG_DIR/$name.log" 2>&1 &
-  pid=$!
-  printf '%s %s\n' "$pid" "$(proc_start_time "$pid")" >"$PIDS/$name.pid"
+  daemon "$LOG_DIR/$name.log" "$@"
+  printf '%s %s\n' "$DAEMON_PID" "$(proc_start_time "$DAEMON_PID")" >"$PIDS/$name.pid"
 }
 
 alive() {
@@ -49,95 +43,12 @@ alive() {
   pid_alive "$PIDS/$name.pid" || die "$name died (log: $LOG_DIR/$name.log)"
 }
 
-kubectl_admin() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
-
-apiserver_ready() {
-  curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-    "$APISERVER_URL/readyz" >/dev/null
-}
-
-node_ready() {
-  [[ $(kubectl_admin get node "$NODE_NAME" \
-    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
-}
-
-is_up() {
+# control_plane_up: the control plane and node 1 run and node 1 is Ready.
+control_plane_up() {
   [[ -f $STATE_DIR/up ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do pid_alive "$PIDS/$c.pid" || return 1; done
-  apiserver_ready && node_ready
-}
-
-# --- PKI (openssl) ---------------------------------------------------------------------------
-
-# cert NAME CN ORG KIND [SAN]: an EC P-256 key and a certificate signed by the test bed CA.
-# KIND is server, client or both; SAN an openssl subjectAltName list.
-cert() {
-  local name=$1 cn=$2 org=$3 kind=$4 san=${5:-} eku subj
-  subj="/CN=$cn"
-  case $kind in
-    server) eku=serverAuth ;;
-    client) eku=clientAuth ;;
-    both) eku=serverAuth,clientAuth ;;
-    *) die "cert $name: unknown kind $kind" ;;
-  esac
-  [[ -n $org ]] && subj="/O=$org$subj"
-  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key" 2>/dev/null
-  openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr"
-  {
-    printf 'basicConstraints=critical,CA:FALSE\n'
-    printf 'keyUsage=critical,digitalSignature,keyEncipherment\n'
-    printf 'extendedKeyUsage=%s\n' "$eku"
-    [[ -z $san ]] || printf 'subjectAltName=%s\n' "$san"
-  } >"$PKI/$name.ext"
-  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
-    -days 365 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
-  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
-}
-
-make_pki() {
-  mkdir -p "$PKI"
-  chmod 700 "$PKI"
-  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/ca.key" 2>/dev/null
-  openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=netclass-testbed-ca" -days 365 -sha256 \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
-    -out "$PKI/ca.crt"
-  cert apiserver kube-apiserver "" server \
-    "IP:$NODE_IP,IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
-  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters client
-  cert admin netclass-testbed-admin system:masters client
-  cert controller-manager system:kube-controller-manager "" client
-  cert scheduler system:kube-scheduler "" client
-  cert kubelet-client "system:node:$NODE_NAME" system:nodes client
-  cert kubelet "system:node:$NODE_NAME" system:nodes server "IP:$NODE_IP,DNS:$NODE_NAME"
-  openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
-}
-
-# kubeconfig FILE CERTNAME: a kubeconfig with the CA and the client certificate embedded.
-kubeconfig() {
-  local file=$1 name=$2
-  cat >"$file" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: netclass-testbed
-  cluster:
-    server: $APISERVER_URL
-    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
-users:
-- name: $name
-  user:
-    client-certificate-data: $(base64 -w0 "$PKI/$name.crt")
-    client-key-data: $(base64 -w0 "$PKI/$name.key")
-contexts:
-- name: netclass-testbed
-  context:
-    cluster: netclass-testbed
-    user: $name
-current-context: netclass-testbed
-EOF
-  chmod 600 "$file"
+  apiserver_ready && node_ready "$NODE_NAME"
 }
 
 # --- host preparation ------------------------------------------------------------------------
@@ -169,36 +80,57 @@ snapshot_host() {
   done
   : >"$STATE_DIR/created"
   local p
+  # node 1's directories, and the mount points of the other nodes' binds
+  local binds=("${NODE_BINDS[@]%%:*}")
   for p in "$KUBELET_DIR" "$CNI_CONF_DIR" "$CNI_BIN_DIR" /var/log/pods /var/log/containers \
-    "$(dirname "$NRI_SOCKET")" /var/lib/cni "$DATA_DIR"; do
-    [[ -e $p ]] && continue
+    "$(dirname "$NRI_SOCKET")" /var/lib/cni "$DATA_DIR" "${binds[@]}"; do
+    [[ -e $p || $p == "$STATE_DIR"/* || $p == "$DATA_DIR"/* ]] && continue   # those two go whole
     # record the topmost directory that does not exist yet (/etc/cni for /etc/cni/net.d)
     while [[ ! -e $(dirname "$p") ]]; do p=$(dirname "$p"); done
     grep -qxF "$p" "$STATE_DIR/created" || printf '%s\n' "$p" >>"$STATE_DIR/created"
   done
 }
 
-# The node's network: a bridge that nothing routes anywhere. It carries the node's InternalIP,
-# the API server binds to it, and the primary CNI attaches pods to it.
-setup_bridge() {
-  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    ip link add "$BRIDGE" type bridge
-    printf '%s\n' "$BRIDGE" >"$STATE_DIR/bridge.created"
-  fi
-  local prefix=${POD_SUBNET#*/}
-  ip addr replace "$NODE_IP/$prefix" dev "$BRIDGE"
-  sysctl -qw "net.ipv6.conf.$BRIDGE.disable_ipv6=1" 2>/dev/null || true   # no IPv6 on it
-  ip link set "$BRIDGE" up
-  # Nothing from the pod bridge is forwarded anywhere else, whatever ip_forward says.
-  local ipt
+# Node 1's network: the underlay bridge, which carries node 1's InternalIP (the API server and
+# the kubelet bind to it) and joins the other nodes' underlay veths, and node 1's pod bridge.
+# Nothing routes either anywhere else.
+setup_network() {
+  local b
+  for b in "$UNDERLAY_BRIDGE" "$POD_BRIDGE"; do
+    if ! ip link show "$b" >/dev/null 2>&1; then
+      ip link add "$b" type bridge
+      printf '%s\n' "$b" >>"$STATE_DIR/bridges.created"
+    fi
+  done
+  ip addr replace "$NODE_IP/$UNDERLAY_PREFIX" dev "$UNDERLAY_BRIDGE"
+  sysctl -qw "net.ipv6.conf.$UNDERLAY_BRIDGE.disable_ipv6=1" 2>/dev/null || true   # no IPv6 on it
+  ip link set "$UNDERLAY_BRIDGE" up
+  pod_bridge 1
+  forward_rules
+}
+
+# Nothing from the test bed's bridges is forwarded anywhere else, and nothing from elsewhere to
+# them, whatever ip_forward says (with br_netfilter, frames bridged between the nodes pass here
+# as in and out on the underlay bridge, and are let through).
+forward_rules() {
+  local ipt a b
   for ipt in iptables ip6tables; do
     if [[ $ipt == ip6tables ]] && ! ip6tables -S FORWARD >/dev/null 2>&1; then
-      log "note: no ip6tables here; the bridge has IPv6 disabled anyway"
+      log "note: no ip6tables here; the bridges have IPv6 disabled anyway"
       continue
     fi
     "$ipt" -N NETCLASS-TESTBED 2>/dev/null || "$ipt" -F NETCLASS-TESTBED
-    "$ipt" -A NETCLASS-TESTBED -i "$BRIDGE" ! -o "$BRIDGE" -m comment \
-      --comment "netclass test bed: pods never reach beyond their bridge" -j DROP
+    for a in "$UNDERLAY_BRIDGE" "$POD_BRIDGE"; do
+      for b in "$UNDERLAY_BRIDGE" "$POD_BRIDGE"; do
+        "$ipt" -A NETCLASS-TESTBED -i "$a" -o "$b" -j RETURN
+      done
+    done
+    for a in "$UNDERLAY_BRIDGE" "$POD_BRIDGE"; do
+      "$ipt" -A NETCLASS-TESTBED -i "$a" -m comment \
+        --comment "netclass test bed: nothing leaves the test bed's bridges" -j DROP
+      "$ipt" -A NETCLASS-TESTBED -o "$a" -m comment \
+        --comment "netclass test bed: nothing enters the test bed's bridges" -j DROP
+    done
     "$ipt" -C FORWARD -j NETCLASS-TESTBED 2>/dev/null || "$ipt" -I FORWARD -j NETCLASS-TESTBED
   done
 }
@@ -218,31 +150,9 @@ install_cni() {
   other=$(find "$CNI_CONF_DIR" -maxdepth 1 \( -name '*.conf' -o -name '*.conflist' -o -name '*.json' \) \
     ! -path "$CNI_CONF_FILE" -print -quit)
   [[ -z $other ]] || log "warning: $other is also in $CNI_CONF_DIR; containerd takes the first file by name"
-  cat >"$CNI_CONF_FILE" <<EOF
-{
-  "cniVersion": "1.1.0",
-  "name": "$CNI_NETWORK_NAME",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": false,
-      "ipMasq": false,
-      "hairpinMode": false,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{ "subnet": "$POD_SUBNET", "gateway": "$NODE_IP" }]]
-      }
-    },
-    { "type": "portmap", "capabilities": { "portMappings": true } },
-    { "type": "loopback" }
-  ]
-}
-EOF
+  cni_conflist "$CNI_CONF_FILE" 1
 }
 
-cgroup_v2() { [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; }
-systemd_host() { [[ -d /run/systemd/system ]]; }
 
 # --- components ------------------------------------------------------------------------------
 
@@ -257,9 +167,7 @@ start_etcd() {
 }
 
 start_containerd() {
-  local systemd_cgroup=false
-  systemd_host && cgroup_v2 && systemd_cgroup=true
-  mkdir -p "$STATE_DIR/containerd" "$STATE_DIR/nri-plugins" "$STATE_DIR/nri-conf" "$DATA_DIR/containerd"
+  mkdir -p "$STATE_DIR/containerd" "$STATE_DIR/nri/plugins" "$STATE_DIR/nri/conf" "$DATA_DIR/containerd"
   # Pod network namespaces are mounted here (netns_mounts_under_state_dir below). Make it a
   # shared mount point from the start, as a systemd host's shared / would: the kubelet refuses
   # a HostToContainer mount of it (netclass-dra's DaemonSet) on a private mount, and containerd
@@ -268,46 +176,7 @@ start_containerd() {
   mkdir -p "$netns"
   mountpoint -q "$netns" || mount --bind "$netns" "$netns"
   mount --make-rshared "$netns"
-  cat >"$STATE_DIR/containerd.toml" <<EOF
-version = 3
-root = "$DATA_DIR/containerd"
-state = "$STATE_DIR/containerd"
-
-[grpc]
-  address = "$CONTAINERD_SOCKET"
-
-[plugins.'io.containerd.cri.v1.runtime']
-  # root here lacks CAP_SYS_RESOURCE: without this runc cannot lower oom_score_adj
-  restrict_oom_score_adj = true
-  # pod network namespaces under the state dir, so down.sh finds exactly ours
-  netns_mounts_under_state_dir = true
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = 'runc'
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = 'io.containerd.runc.v2'
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = '$TESTBED_BIN/runc'
-        SystemdCgroup = $systemd_cgroup
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ['$CNI_BIN_DIR']
-    conf_dir = '$CNI_CONF_DIR'
-    max_conf_num = 1
-
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = 'overlayfs'
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = '$TESTBED_IMAGE'
-
-[plugins.'io.containerd.grpc.v1.cri']
-  stream_server_address = '127.0.0.1'
-  stream_server_port = '0'
-
-[plugins.'io.containerd.nri.v1.nri']
-  disable = false
-  socket_path = '$NRI_SOCKET'
-  plugin_path = '$STATE_DIR/nri-plugins'
-  plugin_config_path = '$STATE_DIR/nri-conf'
-EOF
+  containerd_config "$STATE_DIR/containerd.toml" "$STATE_DIR/nri" /
   # containerd finds the shim on PATH
   PATH="$TESTBED_BIN:$PATH" start containerd "$TESTBED_BIN/containerd" --config "$STATE_DIR/containerd.toml"
   wait_for containerd "containerd" "$TESTBED_BIN/ctr" --address "$CONTAINERD_SOCKET" version
@@ -357,66 +226,52 @@ start_controllers() {
 
 start_kubelet() {
   mkdir -p "$KUBELET_DIR/plugins" "$KUBELET_DIR/plugins_registry"
-  local cgroup_lines="cgroupDriver: cgroupfs"
-  systemd_host && cgroup_v2 && cgroup_lines="cgroupDriver: systemd"
-  # kubelet 1.37 refuses cgroup v1 unless told otherwise
-  cgroup_v2 || cgroup_lines+=$'\nfailCgroupV1: false'
-  cat >"$STATE_DIR/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-$cgroup_lines
-address: $NODE_IP
-port: 10250
-healthzBindAddress: 127.0.0.1
-readOnlyPort: 0
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCKET
-tlsCertFile: $PKI/kubelet.crt
-tlsPrivateKeyFile: $PKI/kubelet.key
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: true
-  x509:
-    clientCAFile: $PKI/ca.crt
-authorization:
-  mode: Webhook
-clusterDomain: cluster.local
-resolvConf: ""
-failSwapOn: false
-rotateCertificates: false
-serverTLSBootstrap: false
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: "1%"
-  nodefs.inodesFree: "1%"
-  imagefs.available: "1%"
-EOF
+  kubelet_config "$STATE_DIR/kubelet.yaml" "$NODE_NAME" "$NODE_IP" /
   start kubelet "$TESTBED_BIN/kubelet" --config="$STATE_DIR/kubelet.yaml" \
     --kubeconfig="$STATE_DIR/kubelet.kubeconfig" --root-dir="$KUBELET_DIR" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
   wait_for kubelet "node $NODE_NAME to register" kubectl_admin get node "$NODE_NAME"
-  wait_for kubelet "node $NODE_NAME to be Ready" node_ready
+  wait_for kubelet "node $NODE_NAME to be Ready" node_ready "$NODE_NAME"
+  mkdir -p "$NODES_DIR"
+  write_node_env "$(node_env_file "$NODE_NAME")" 1 "$NODE_NAME" "" "" / "$LOG_DIR" ""
 }
 
-write_env() {
-  cat >"$STATE_DIR/env" <<EOF
-# Written by scripts/testbed/up.sh; source it to talk to the test bed.
-export KUBECONFIG=$KUBECONFIG_PATH
-export NETCLASS_KUBECONFIG=$KUBECONFIG_PATH
-NETCLASS_TESTBED_BIN=$TESTBED_BIN
-NETCLASS_TESTBED_NODE_NAME=$NODE_NAME
-NETCLASS_TESTBED_NODE_IP=$NODE_IP
-NETCLASS_TESTBED_KUBELET_DIR=$KUBELET_DIR
-NETCLASS_TESTBED_CONTAINERD_SOCKET=$CONTAINERD_SOCKET
-NETCLASS_TESTBED_NRI_SOCKET=$NRI_SOCKET
-NETCLASS_TESTBED_IMAGE=$TESTBED_IMAGE
-EOF
+# wanted_nodes: the names of nodes 2..TESTBED_NODES.
+wanted_nodes() {
+  local n=${TESTBED_NODES:-2} k
+  if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > MAX_NODE_INDEX)); then
+    die "TESTBED_NODES=$n: want a number of nodes from 1 to $MAX_NODE_INDEX"
+  fi
+  for ((k = 2; k <= n; k++)); do printf '%s-n%s\n' "$NODE_NAME" "$k"; done
+}
+
+# converge_nodes: nodes 2..N are exactly the wanted ones, each healthy (a node that is not is
+# removed and added again; one that is not wanted is removed).
+converge_nodes() {
+  local wanted node
+  wanted=$(wanted_nodes)
+  while read -r node; do
+    [[ -n $node ]] || continue
+    if ! grep -qxF "$node" <<<"$wanted"; then
+      with_nodes_lock node_remove "$node"
+    elif ! node_healthy "$node"; then
+      log "node $node is not healthy: starting it again"
+      with_nodes_lock node_remove "$node"
+    fi
+  done < <(extra_nodes)
+  while read -r node; do
+    [[ -n $node ]] || continue
+    node_healthy "$node" || with_nodes_lock node_add "$node"
+  done <<<"$wanted"
+  with_nodes_lock write_env
 }
 
 main() {
-  if is_up; then
-    log "already up: node $NODE_NAME is Ready (KUBECONFIG=$KUBECONFIG_PATH)"
+  wanted_nodes >/dev/null
+  local start_time=$SECONDS c
+  if control_plane_up; then
+    converge_nodes
+    log "up: nodes $(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES) (KUBECONFIG=$KUBECONFIG_PATH)"
     return 0
   fi
   if [[ -d $STATE_DIR ]]; then
@@ -424,20 +279,20 @@ main() {
     "$here/down.sh"
   fi
   "$here/build.sh"
-  local start_time=$SECONDS
+  start_time=$SECONDS
   check_free
   mkdir -p "$STATE_DIR" "$PIDS" "$LOG_DIR"
   snapshot_host
-  local c
   for c in "${COMPONENTS[@]}"; do : >"$LOG_DIR/$c.log"; done
 
   make_pki
+  node_certs "$NODE_NAME" "$NODE_IP"
   kubeconfig "$KUBECONFIG_PATH" admin
   kubeconfig "$STATE_DIR/controller-manager.kubeconfig" controller-manager
   kubeconfig "$STATE_DIR/scheduler.kubeconfig" scheduler
-  kubeconfig "$STATE_DIR/kubelet.kubeconfig" kubelet-client
+  kubeconfig "$STATE_DIR/kubelet.kubeconfig" "kubelet-client-$NODE_NAME"
 
-  setup_bridge
+  setup_network
   install_cni
   start_etcd
   start_containerd
@@ -445,9 +300,10 @@ main() {
   start_controllers
   start_kubelet
   for c in "${COMPONENTS[@]}"; do alive "$c"; done
-  write_env
   touch "$STATE_DIR/up"
-  log "up in $((SECONDS - start_time)) s: node $NODE_NAME Ready at $NODE_IP; KUBECONFIG=$KUBECONFIG_PATH"
+  converge_nodes
+  for c in "${COMPONENTS[@]}"; do alive "$c"; done
+  log "up in $((SECONDS - start_time)) s: nodes $(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES) Ready; API server $APISERVER_URL; KUBECONFIG=$KUBECONFIG_PATH"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then main "$@"; fi

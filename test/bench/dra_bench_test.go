@@ -122,7 +122,7 @@ func BenchmarkDRAPublish500PodNetworks(b *testing.B) {
 	}
 }
 
-// waitPublished polls the node's slices until every name has a device of the
+// waitPublished polls node 1's slices until every name has a device of the
 // class, and checks no slice exceeds the API's 128 devices.
 func waitPublished(b *testing.B, e *harness.Env, class string, names []string) int {
 	want := map[string]bool{}
@@ -214,7 +214,8 @@ func deletePodNetworks(b *testing.B, nc ncclient.Interface, names []string) {
 // BenchmarkDRAStart50Pods: 50 pods with a claim on one PodNetwork, created at
 // once. netclass's part of each pod's start is measured in netclass-dra (in
 // this process): from RunPodSandbox's entry to the claim's status written,
-// and the CNI ADD part inside NRI's budget.
+// and the CNI ADD part inside NRI's budget. The pods run on node 1, the node
+// of the in-process daemon.
 func BenchmarkDRAStart50Pods(b *testing.B) {
 	e := harness.Shared(b)
 	class := e.Class(b, harness.PodNetworkKind)
@@ -237,7 +238,7 @@ func BenchmarkDRAStart50Pods(b *testing.B) {
 		e.ClaimTemplate(b, ns, "net", class, "", pn, nil)
 		start := time.Now()
 		err := parallel(startPods, 10, func(j int) error {
-			_, err := e.Kube.CoreV1().Pods(ns).Create(context.Background(), harness.Pod(ns, fmt.Sprintf("p%02d", j), "net"), metav1.CreateOptions{})
+			_, err := e.Kube.CoreV1().Pods(ns).Create(context.Background(), harness.PodOn(e.Node, ns, fmt.Sprintf("p%02d", j), "net"), metav1.CreateOptions{})
 			return err
 		})
 		if err != nil {

@@ -4,6 +4,7 @@ package deploy
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,36 +12,11 @@ import (
 	"testing"
 
 	"github.com/netclass-dev/netclass/test/repo"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
 // Image is the name conf/deploy's workloads run.
 const Image = "localhost/netclass/netclass:latest"
-
-// node is what the test needs of the test bed's node, as its scripts define it.
-type node struct {
-	ctr, containerd string // ctr and the containerd socket it talks to
-	netnsDir        string // where containerd mounts pod network namespaces
-}
-
-// testbedNode reads the test bed's paths from scripts/testbed/env.sh.
-func testbedNode(t *testing.T) node {
-	t.Helper()
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", "-c", `. scripts/testbed/env.sh && printf '%s\n' "$TESTBED_BIN/ctr" "$CONTAINERD_SOCKET" "$STATE_DIR"`)
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("read scripts/testbed/env.sh: %v", err)
-	}
-	f := strings.Fields(string(out))
-	if len(f) != 3 {
-		t.Fatalf("scripts/testbed/env.sh gave %q, want ctr, socket and state dir", out)
-	}
-	return node{ctr: f[0], containerd: f[1], netnsDir: filepath.Join(f[2], "containerd", "io.containerd.grpc.v1.cri", "netns")}
-}
 
 // buildImage builds every binary the image holds (static, as `make build`)
 // and the image archive of scripts/image.sh, in a temporary directory.
@@ -67,72 +43,97 @@ func buildImage(t *testing.T) string {
 	return tar
 }
 
-// importImage imports the archive into the test bed's containerd and
-// removes the image when the test ends.
-func importImage(t *testing.T, n node, tar string) {
-	t.Helper()
-	ctr := []string{"--address", n.containerd, "--namespace", "k8s.io", "images"}
-	run(t, "", nil, n.ctr, append(ctr, "import", "--platform", "linux/amd64", tar)...)
-	t.Cleanup(func() {
-		if out, err := exec.Command(n.ctr, append(ctr, "rm", Image)...).CombinedOutput(); err != nil {
-			t.Errorf("remove image %s: %v\n%s", Image, err, out)
-		}
-	})
-}
-
 func run(t *testing.T, dir string, env []string, name string, args ...string) {
 	t.Helper()
+	if out, err := runOut(dir, env, name, args...); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// runOut runs a command and returns its combined output.
+func runOut(dir string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
-	}
+	err := cmd.Run()
+	return out.String(), err
 }
 
-// hostFiles restores files of the host the deployment writes to (the
-// DaemonSet's init container installs the plugins into /opt/cni/bin) when
-// the test ends: their former content, or their absence.
-func hostFiles(t *testing.T, paths ...string) {
+// hostFiles restores files and directories of every node the deployment
+// writes to (the DaemonSet's init container installs the plugins into
+// /opt/cni/bin, netclass-dra keeps its state in /var/lib/netclass) when the
+// test ends: a file's former content or its absence, a directory's former
+// entries (what was added goes) or its absence. Each node's path is taken
+// where it is on this machine.
+func hostFiles(t *testing.T, nodes []bed.Node, nodePaths ...string) {
 	t.Helper()
-	type saved struct {
-		data []byte
-		mode os.FileMode
-		ok   bool
-	}
-	before := make(map[string]saved, len(paths))
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			before[p] = saved{}
-			continue
+	var restores []func() error
+	for _, n := range nodes {
+		for _, p := range nodePaths {
+			restore, err := saveHostPath(n.HostPath(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			restores = append(restores, restore)
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[p] = saved{data: data, mode: fi.Mode(), ok: true}
 	}
 	t.Cleanup(func() {
-		for p, s := range before {
-			if !s.ok {
-				if err := os.RemoveAll(p); err != nil {
-					t.Errorf("remove %s: %v", p, err)
-				}
-				continue
-			}
-			tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".restore")
-			if err := os.WriteFile(tmp, s.data, s.mode); err != nil {
-				t.Errorf("restore %s: %v", p, err)
-				continue
-			}
-			if err := os.Rename(tmp, p); err != nil {
-				t.Errorf("restore %s: %v", p, err)
+		for _, restore := range restores {
+			if err := restore(); err != nil {
+				t.Error(err)
 			}
 		}
 	})
+}
+
+// saveHostPath records a path and returns what puts it back.
+func saveHostPath(p string) (func() error, error) {
+	fi, err := os.Stat(p)
+	switch {
+	case os.IsNotExist(err):
+		return func() error { return os.RemoveAll(p) }, nil
+	case err != nil:
+		return nil, err
+	case fi.IsDir():
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		had := map[string]bool{}
+		for _, e := range entries {
+			had[e.Name()] = true
+		}
+		return func() error {
+			now, err := os.ReadDir(p)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", p, err)
+			}
+			for _, e := range now {
+				if !had[e.Name()] {
+					if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
+						return fmt.Errorf("restore %s: %w", p, err)
+					}
+				}
+			}
+			return nil
+		}, nil
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".restore")
+		if err := os.WriteFile(tmp, data, fi.Mode()); err != nil {
+			return fmt.Errorf("restore %s: %w", p, err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return fmt.Errorf("restore %s: %w", p, err)
+		}
+		return nil
+	}, nil
 }
 
 // pluginPaths are the host paths of the plugins the image installs.

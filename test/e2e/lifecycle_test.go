@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,14 +21,15 @@ import (
 	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
-// bridgePorts lists the devices enslaved to a host bridge.
-func bridgePorts(t *testing.T, bridge string) []string {
+// bridgePorts lists the devices enslaved to a bridge of a node.
+func bridgePorts(t *testing.T, node bed.Node, bridge string) []string {
 	t.Helper()
-	out, err := exec.Command("ip", "-o", "link", "show", "master", bridge).CombinedOutput()
+	out, err := node.Command("ip", "-o", "link", "show", "master", bridge).CombinedOutput()
 	if err != nil {
-		t.Fatalf("ip link show master %s: %v: %s", bridge, err, out)
+		t.Fatalf("ip link show master %s on node %s: %v: %s", bridge, node.Name, err, out)
 	}
 	var ports []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -53,7 +53,9 @@ func deletePod(t *testing.T, e *harness.Env, ns, name string) {
 }
 
 // Deleting a pod removes its interface and frees its address: a network with
-// a single address serves a second pod only after the first is gone.
+// a single address serves a second pod only after the first is gone. The pods
+// run on node 1: the single address is one host-local range of one node, and
+// the test reads node 1's reservations and bridge ports.
 func TestDeletePodFreesAddress(t *testing.T) {
 	e := harness.Shared(t)
 	class := e.Class(t, harness.PodNetworkKind)
@@ -67,7 +69,7 @@ func TestDeletePodFreesAddress(t *testing.T) {
 	e.WaitDevice(t, class, "", pn, true)
 	e.ClaimTemplate(t, ns, "one", class, "", pn, nil)
 
-	e.RunPods(t, harness.Pod(ns, "first", "one"))
+	e.RunPods(t, harness.PodOn(e.Node, ns, "first", "one"))
 	entry := e.Attached(t, ns, "first", "one", "net1")
 	if got := harness.Addr(t, entry); got != only {
 		t.Fatalf("first pod got %s, want the only address %s", got, only)
@@ -76,7 +78,7 @@ func TestDeletePodFreesAddress(t *testing.T) {
 	if _, err := os.Stat(reservation); err != nil {
 		t.Fatalf("no IPAM reservation for %s: %v", only, err)
 	}
-	if ports := bridgePorts(t, bridge); len(ports) != 1 {
+	if ports := bridgePorts(t, e.Nodes[0], bridge); len(ports) != 1 {
 		t.Fatalf("bridge %s has ports %v, want the first pod's veth", bridge, ports)
 	}
 
@@ -84,10 +86,10 @@ func TestDeletePodFreesAddress(t *testing.T) {
 	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "address and veth released",
 		func(context.Context) (bool, string, error) {
 			_, err := os.Stat(reservation)
-			ports := bridgePorts(t, bridge)
+			ports := bridgePorts(t, e.Nodes[0], bridge)
 			return os.IsNotExist(err) && len(ports) == 0, fmt.Sprintf("reservation: %v, ports %v", err, ports), nil
 		})
-	e.RunPods(t, harness.Pod(ns, "second", "one"))
+	e.RunPods(t, harness.PodOn(e.Node, ns, "second", "one"))
 	if got := harness.Addr(t, e.Attached(t, ns, "second", "one", "net1")); got != only {
 		t.Fatalf("second pod got %s, want the freed %s", got, only)
 	}
@@ -119,31 +121,40 @@ func TestNamespacedNetworkRefused(t *testing.T) {
 	}
 }
 
-// A PodNetwork's device follows its state: published with the standard
-// attributes while Ready, withdrawn when disabled, invalid or deleted.
+// A PodNetwork's device follows its state on every node: published with the
+// standard attributes in the node's pool while Ready, withdrawn when
+// disabled, invalid or deleted.
 func TestPublishLifecycle(t *testing.T) {
 	e := harness.Shared(t)
 	class := e.Class(t, harness.PodNetworkKind)
 	bridge, pn := "e2e"+harness.Unique(6), "e2e-life-"+harness.Unique(6)
 	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), map[string]string{"tier": "data"}, bridge)
 	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue)
-	d := e.WaitDevice(t, class, "", pn, true)
-	for attr, want := range map[resourceapi.QualifiedName]string{
-		attachment.AttributeStdPodNetwork: pn, attachment.AttributeStdNetworkClass: class,
-		attachment.AttributePodNetwork: pn, attachment.AttributeType: "netclass-bridge", attachment.AttributeKind: "PodNetwork",
-	} {
-		if got := d.Attr(attr); got != want {
-			t.Errorf("attribute %s = %q, want %q", attr, got, want)
+	everywhere := func(present bool) {
+		t.Helper()
+		for _, node := range e.Nodes {
+			e.WaitDeviceOn(t, node.Name, class, "", pn, present)
 		}
 	}
-	if _, ok := d.Device.Attributes[attachment.AttributeStdPodNetworkNamespace]; ok {
-		t.Error("a cluster-scoped network has podNetworkNamespace")
-	}
-	if !ptr.Deref(d.Device.AllowMultipleAllocations, false) {
-		t.Error("the device does not allow multiple allocations")
-	}
-	if d.Pool != e.Node {
-		t.Errorf("pool %s, want the node %s", d.Pool, e.Node)
+	for _, node := range e.Nodes {
+		d := e.WaitDeviceOn(t, node.Name, class, "", pn, true)
+		for attr, want := range map[resourceapi.QualifiedName]string{
+			attachment.AttributeStdPodNetwork: pn, attachment.AttributeStdNetworkClass: class,
+			attachment.AttributePodNetwork: pn, attachment.AttributeType: "netclass-bridge", attachment.AttributeKind: "PodNetwork",
+		} {
+			if got := d.Attr(attr); got != want {
+				t.Errorf("node %s: attribute %s = %q, want %q", node.Name, attr, got, want)
+			}
+		}
+		if _, ok := d.Device.Attributes[attachment.AttributeStdPodNetworkNamespace]; ok {
+			t.Errorf("node %s: a cluster-scoped network has podNetworkNamespace", node.Name)
+		}
+		if !ptr.Deref(d.Device.AllowMultipleAllocations, false) {
+			t.Errorf("node %s: the device does not allow multiple allocations", node.Name)
+		}
+		if d.Pool != node.Name {
+			t.Errorf("pool %s, want the node %s", d.Pool, node.Name)
+		}
 	}
 
 	patch := func(body string) {
@@ -154,17 +165,17 @@ func TestPublishLifecycle(t *testing.T) {
 		}
 	}
 	patch(`{"spec":{"enabled":false}}`)
-	e.WaitDevice(t, class, "", pn, false)
+	everywhere(false)
 	patch(`{"spec":{"enabled":true}}`)
-	e.WaitDevice(t, class, "", pn, true)
+	everywhere(true)
 	patch(`{"spec":{"parameters":{"mtu":5}}}`)
-	e.WaitDevice(t, class, "", pn, false)
+	everywhere(false)
 	patch(`{"spec":{"parameters":{"mtu":1400}}}`)
-	e.WaitDevice(t, class, "", pn, true)
+	everywhere(true)
 	if err := e.NC.MultinetworkV1().PodNetworks().Delete(testbed.Context(t, time.Minute), pn, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.WaitDevice(t, class, "", pn, false)
+	everywhere(false)
 }
 
 // InUse follows the pods: True while a pod's claim is allocated on the

@@ -58,7 +58,9 @@ func getPod(t *testing.T, e *harness.Env, ns, name string) *corev1.Pod {
 
 // The qos of a claim's opaque configuration marks the pod's packets with its
 // DSCP on the wire; a NetworkQoS selecting a pod marks the traffic its rule
-// classifies; a pod with neither sends unmarked packets.
+// classifies; a pod with neither sends unmarked packets. The pods run on node 1:
+// they share a bridge (node-local), and the sniffers enter their network
+// namespaces from node 1's checkpoint.
 func TestQoSMarksDSCP(t *testing.T) {
 	e := harness.Shared(t)
 	class := e.Class(t, harness.PodNetworkKind)
@@ -84,11 +86,11 @@ func TestQoSMarksDSCP(t *testing.T) {
 	if _, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Create(testbed.Context(t, time.Minute), nqos, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create NetworkQoS: %v", err)
 	}
-	af21 := harness.Pod(ns, "af21", "plain")
+	af21 := harness.PodOn(e.Node, ns, "af21", "plain")
 	af21.Labels = map[string]string{"class": "af21"}
-	peer := harness.Pod(ns, "peer", "plain")
+	peer := harness.PodOn(e.Node, ns, "peer", "plain")
 	peer.Labels = map[string]string{"role": "peer"}
-	e.RunPods(t, harness.Pod(ns, "ef", "marked"), peer, af21)
+	e.RunPods(t, harness.PodOn(e.Node, ns, "ef", "marked"), peer, af21)
 
 	efAddr := harness.Addr(t, e.Attached(t, ns, "ef", "marked", "net1"))
 	peerAddr := harness.Addr(t, e.Attached(t, ns, "peer", "plain", "net1"))
@@ -114,7 +116,7 @@ func TestQoSMarksDSCP(t *testing.T) {
 	if _, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Create(testbed.Context(t, time.Minute), toPeer, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create NetworkQoS: %v", err)
 	}
-	cs5 := harness.Pod(ns, "cs5", "plain")
+	cs5 := harness.PodOn(e.Node, ns, "cs5", "plain")
 	cs5.Labels = map[string]string{"class": "cs5"}
 	e.RunPods(t, cs5)
 	cs5Addr := harness.Addr(t, e.Attached(t, ns, "cs5", "plain", "net1"))

@@ -51,15 +51,17 @@ func waitNetworkReady(t *testing.T, e *harness.Env, ns, name string, status meta
 		})
 }
 
-// waitNotOffered waits until netclass-dra says it does not offer the network,
-// and checks that no device of it is published.
+// waitNotOffered waits until netclass-dra says on every node that it does not
+// offer the network, and checks that no node publishes a device of it.
 func waitNotOffered(t *testing.T, e *harness.Env, class, ns, name string) {
 	t.Helper()
 	line := fmt.Sprintf(`"Network not offered on this node" network="Network %s/%s"`, ns, name)
-	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "netclass-dra refusing "+ns+"/"+name,
-		func(context.Context) (bool, string, error) { return strings.Contains(e.DRA.Logs(), line), "", nil })
-	if _, found, err := e.FindDevice(testbed.Context(t, time.Minute), class, ns, name); err != nil || found {
-		t.Fatalf("a device of the refused Network %s/%s is published (err %v)", ns, name, err)
+	for _, d := range e.DRAs {
+		testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "netclass-dra refusing "+ns+"/"+name+" on node "+d.Node,
+			func(context.Context) (bool, string, error) { return strings.Contains(d.Logs(), line), "", nil })
+		if _, found, err := e.FindDeviceOn(testbed.Context(t, time.Minute), d.Node, class, ns, name); err != nil || found {
+			t.Fatalf("node %s publishes a device of the refused Network %s/%s (err %v)", d.Node, ns, name, err)
+		}
 	}
 }
 

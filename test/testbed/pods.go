@@ -133,6 +133,16 @@ func Pod(namespace, name string, command ...string) *corev1.Pod {
 	}
 }
 
+// OnNode pins a pod to a node with a nodeSelector on the node's hostname label (the scheduler
+// still runs, so DRA claims are allocated as for any pod), and returns it.
+func OnNode(p *corev1.Pod, node string) *corev1.Pod {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	p.Spec.NodeSelector[HostnameLabel] = node
+	return p
+}
+
 // WaitForPodRunning waits until every container of the pod runs and is ready, and returns the
 // pod. It fails the test at once when the pod ends or a container cannot start (bad image,
 // crash loop), and otherwise after timeout, quoting the pod's last state and events.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -15,58 +16,86 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/exec"
 
 	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
-// The node is Ready and the host has what netclass-dra needs: the kubelet's DRA plugin and
-// registration directories and containerd's NRI socket.
-func TestNodeReadyForDRAAndNRI(t *testing.T) {
+// Every node is Ready and has what netclass-dra needs where a real node has it: the kubelet's
+// DRA plugin and registration directories and containerd's NRI socket (on nodes 2..N, bound
+// there by their mount namespace). Its InternalIP is the address of its underlay interface,
+// which the node's own /sys lists.
+func TestNodesReadyForDRAAndNRI(t *testing.T) {
 	c := testbed.Client(t)
-	node := testbed.NodeName(t, c)
-	for _, dir := range []string{testbed.KubeletDir + "/plugins", testbed.KubeletDir + "/plugins_registry"} {
-		fi, err := os.Stat(dir)
-		if err != nil || !fi.IsDir() {
-			t.Errorf("kubelet directory %s: want a directory, got %v (err %v)", dir, fi, err)
-		}
+	nodes := testbed.Nodes(t, c)
+	if len(nodes) < 2 {
+		t.Errorf("the test bed has %d node(s); make testbed-up starts TESTBED_NODES (default 2)", len(nodes))
 	}
-	fi, err := os.Stat(testbed.NRISocket)
-	if err != nil || fi.Mode()&os.ModeSocket == 0 {
-		t.Errorf("NRI socket %s: want a socket, got %v (err %v)", testbed.NRISocket, fi, err)
-	}
-	n, err := c.CoreV1().Nodes().Get(testbed.Context(t, 30*time.Second), node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get node %s: %v", node, err)
-	}
-	var internal string
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			internal = a.Address
-		}
-	}
-	if internal == "" {
-		t.Errorf("node %s has no InternalIP: %v", node, n.Status.Addresses)
+	for _, n := range nodes {
+		t.Run(n.Name, func(t *testing.T) {
+			for _, dir := range []string{testbed.KubeletDir + "/plugins", testbed.KubeletDir + "/plugins_registry"} {
+				fi, err := os.Stat(n.HostPath(dir))
+				if err != nil || !fi.IsDir() {
+					t.Errorf("kubelet directory %s (%s here): want a directory, got %v (err %v)", dir, n.HostPath(dir), fi, err)
+				}
+			}
+			fi, err := os.Stat(n.HostPath(testbed.NRISocket))
+			if err != nil || fi.Mode()&os.ModeSocket == 0 {
+				t.Errorf("NRI socket %s (%s here): want a socket, got %v (err %v)", testbed.NRISocket, n.HostPath(testbed.NRISocket), fi, err)
+			}
+			node, err := c.CoreV1().Nodes().Get(testbed.Context(t, 30*time.Second), n.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get node %s: %v", n.Name, err)
+			}
+			var internal []string
+			for _, a := range node.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP {
+					internal = append(internal, a.Address)
+				}
+			}
+			if len(internal) != 1 || internal[0] != n.IP {
+				t.Errorf("node %s: InternalIP %v, want %s", n.Name, internal, n.IP)
+			}
+			ctx := testbed.Context(t, 30*time.Second)
+			addrs, err := n.Output(ctx, "ip", "-o", "-4", "addr", "show", "dev", n.UnderlayIf)
+			if err != nil || !strings.Contains(addrs, " "+n.UnderlayAddr+" ") {
+				t.Errorf("node %s: underlay %s has %q (err %v), want %s", n.Name, n.UnderlayIf, addrs, err, n.UnderlayAddr)
+			}
+			if _, err := n.Output(ctx, "test", "-e", "/sys/class/net/"+n.UnderlayIf); err != nil {
+				t.Errorf("node %s: its /sys does not show %s: %v", n.Name, n.UnderlayIf, err)
+			}
+		})
 	}
 }
 
-// A pod of the local image runs on the primary network, its log line appears, exec works
-// through the API server and the kubelet, and the pod has no route off its bridge.
+// On every node a pod of the local image runs on the node's primary network, its log line
+// appears, exec works through the API server and the node's kubelet, and the pod has no route
+// off the test bed.
 func TestPodRunsLogsAndExec(t *testing.T) {
 	c := testbed.Client(t)
+	for _, n := range testbed.Nodes(t, c) {
+		t.Run(n.Name, func(t *testing.T) { podRunsLogsAndExec(t, c, n) })
+	}
+}
+
+func podRunsLogsAndExec(t *testing.T, c kubernetes.Interface, n bed.Node) {
 	cfg := testbed.RestConfig(t)
 	ns := testbed.Namespace(t, c)
 	ctx := testbed.Context(t, 2*time.Minute)
 
 	const ready = "netclass-testbed-smoke-ready"
-	pod := testbed.Pod(ns, "smoke", "/bin/sh", "-c", "echo "+ready+"; exec sleep 3600")
+	pod := testbed.OnNode(testbed.Pod(ns, "smoke", "/bin/sh", "-c", "echo "+ready+"; exec sleep 3600"), n.Name)
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod %s/smoke: %v", ns, err)
 	}
 	running := testbed.WaitForPodRunning(t, c, ns, "smoke", time.Minute)
-	if running.Status.PodIP == "" || running.Status.PodIP == running.Status.HostIP {
-		t.Errorf("pod IP %q: want an address of the primary CNI network, not the node's %q",
-			running.Status.PodIP, running.Status.HostIP)
+	if running.Spec.NodeName != n.Name || running.Status.HostIP != n.IP {
+		t.Errorf("pod on node %q with host IP %q, want %s and %s", running.Spec.NodeName, running.Status.HostIP, n.Name, n.IP)
+	}
+	if _, subnet, err := net.ParseCIDR(n.PodSubnet); err != nil || !subnet.Contains(net.ParseIP(running.Status.PodIP)) {
+		t.Errorf("pod IP %q: want an address of node %s's pod subnet %s (%v)", running.Status.PodIP, n.Name, n.PodSubnet, err)
 	}
 
 	testbed.Poll(t, ctx, 250*time.Millisecond, "log line of pod "+ns+"/smoke",

@@ -1,5 +1,7 @@
-// Package testbed connects Go tests to the single-node Kubernetes test bed that
-// scripts/testbed/up.sh runs on this machine (`make testbed-up`).
+// Package testbed connects Go tests to the Kubernetes test bed that scripts/testbed/up.sh runs
+// on this machine (`make testbed-up`): TESTBED_NODES nodes, node 1 in this machine's own
+// namespaces, the others each in a network and a mount namespace of their own (package bed
+// reads what the scripts say of them and runs commands there).
 //
 // Every helper fails the test, never skips it, when the test bed is not there: a test that
 // needs a cluster and silently passes without one proves nothing.
@@ -18,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
 const (
@@ -29,11 +33,14 @@ const (
 	// and a static pause as entrypoint. Pods must use it with imagePullPolicy Never: the
 	// test bed has no registry.
 	Image = "localhost/netclass-testbed/busybox:1"
-	// KubeletDir is the kubelet root directory of the test bed (the kubelet's default):
-	// DRA plugin sockets go under plugins/, registration under plugins_registry/.
+	// KubeletDir is the kubelet root directory of every node of the test bed (the kubelet's
+	// default; on nodes 2..N a directory of theirs is bound there): DRA plugin sockets go
+	// under plugins/, registration under plugins_registry/.
 	KubeletDir = "/var/lib/kubelet"
-	// NRISocket is the NRI socket of the test bed's containerd.
+	// NRISocket is the NRI socket of every node's containerd (as KubeletDir).
 	NRISocket = "/var/run/nri/nri.sock"
+	// HostnameLabel is the node label pods are pinned to a node with (OnNode).
+	HostnameLabel = "kubernetes.io/hostname"
 )
 
 // notRunning is the one message every helper gives when the cluster cannot be reached.
@@ -60,7 +67,7 @@ func Kubeconfig(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("%s (kubeconfig %s: %v)", notRunning, path, err)
 	}
-	if err := ready(cfg); err != nil {
+	if err := readyz(cfg); err != nil {
 		t.Fatalf("%s (API server %s from %s: %v)", notRunning, cfg.Host, path, err)
 	}
 	reachable.Store(path, struct{}{})
@@ -98,7 +105,7 @@ func loadConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func ready(cfg *rest.Config) error {
+func readyz(cfg *rest.Config) error {
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
@@ -134,28 +141,53 @@ func Context(t testing.TB, limit time.Duration) context.Context {
 	return ctx
 }
 
-// NodeName returns the name of the test bed's only node, failing unless it is Ready.
+// Bed returns the test bed as its scripts describe it (package bed), failing the test when it
+// is not running.
+func Bed(t testing.TB) *bed.Bed {
+	t.Helper()
+	Kubeconfig(t)
+	b, err := bed.Load(bed.StateDir())
+	if err != nil {
+		t.Fatalf("%s (%v)", notRunning, err)
+	}
+	return b
+}
+
+// Nodes returns the test bed's nodes, node 1 first, failing unless each is Ready. Nodes of the
+// cluster that are not the test bed's (a test's Node object without a kubelet) are ignored.
+func Nodes(t testing.TB, c kubernetes.Interface) []bed.Node {
+	t.Helper()
+	b := Bed(t)
+	ctx := Context(t, 30*time.Second)
+	for _, n := range b.Nodes {
+		node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node %s of the test bed: %v", n.Name, err)
+		}
+		if err := ready(node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Nodes
+}
+
+// NodeName returns the name of node 1, the test bed's node in this machine's own namespaces,
+// failing unless every node of the test bed is Ready.
 func NodeName(t testing.TB, c kubernetes.Interface) string {
 	t.Helper()
-	ctx := Context(t, 30*time.Second)
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list nodes: %v", err)
-	}
-	if len(nodes.Items) != 1 {
-		t.Fatalf("the test bed should have exactly one node, it has %d", len(nodes.Items))
-	}
-	node := nodes.Items[0]
+	return Nodes(t, c)[0].Name
+}
+
+func ready(node *corev1.Node) error {
 	for _, cond := range node.Status.Conditions {
 		if cond.Type == corev1.NodeReady {
 			if cond.Status != corev1.ConditionTrue {
-				t.Fatalf("node %s is not Ready: %s: %s", node.Name, cond.Reason, cond.Message)
+				return fmt.Errorf("node %s is not Ready: %s: %s", node.Name, cond.Reason, cond.Message)
 			}
-			return node.Name
+			return nil
 		}
 	}
-	t.Fatalf("node %s has no Ready condition", node.Name)
-	return ""
+	return fmt.Errorf("node %s has no Ready condition", node.Name)
 }
 
 // Poll calls cond every interval until it reports done, returns an error, or ctx ends; the

@@ -13,9 +13,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
-// LockPath is the lock every test package holds while its netclass-dra serves the node.
+// LockPath is the lock every test package holds while its netclass-dra daemons serve the
+// test bed's nodes.
 const LockPath = "/run/lock/netclass-dra-testbed.lock"
 
 // readyLine is what netclass-dra logs once the kubelet registered it and NRI connected.
@@ -50,7 +53,11 @@ type DRA struct {
 	Bin        string
 	Kubeconfig string
 	Node       string
-	CNIDirs    []string
+	// On is the test bed node it runs on: in that node's network and mount namespaces,
+	// where the defaults of its flags (kubelet dir, NRI socket, CNI dirs) are the node's. The
+	// zero Node is this machine's own namespaces (as node 1).
+	On      bed.Node
+	CNIDirs []string
 	// StateDir survives restarts of the process (crash tests rely on it).
 	StateDir string
 	// LogPath collects the output of every run.
@@ -90,7 +97,7 @@ func (d *DRA) launchLocked() (int64, error) {
 	}
 	defer log.Close()
 	offset, _ := log.Seek(0, 2)
-	cmd := exec.Command(d.Bin, d.Args()...)
+	cmd := d.On.Command(d.Bin, d.Args()...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start netclass-dra: %w", err)
@@ -152,6 +159,12 @@ func (d *DRA) signal(sig syscall.Signal, wait time.Duration) error {
 	defer d.mu.Unlock()
 	if d.cmd == nil {
 		return nil
+	}
+	select {
+	case <-d.exited: // it died by itself, or with its node (bed.RemoveNode)
+		d.cmd = nil
+		return nil
+	default:
 	}
 	if err := d.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("signal netclass-dra (pid %d): %w", d.cmd.Process.Pid, err)

@@ -19,6 +19,7 @@ import (
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	"github.com/netclass-dev/netclass/controller/manager"
 	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
 // KeepEnv, when set, keeps the harness's directory (daemon log, state) for inspection.
@@ -32,8 +33,14 @@ type Env struct {
 	Rest *rest.Config
 	Kube kubernetes.Interface
 	NC   ncclient.Interface
+	// Node is node 1's name (the test bed's node in this machine's own namespaces), and DRA
+	// its netclass-dra: what tests that read the host's state use.
 	Node string
 	DRA  *DRA
+	// Nodes are the test bed's nodes, node 1 first, and DRAs their netclass-dra daemons
+	// (Shared), in the same order.
+	Nodes []bed.Node
+	DRAs  []*DRA
 	// Bins are the binaries the harness built.
 	Bins Binaries
 	dir  string
@@ -72,9 +79,11 @@ func Main(m *testing.M) {
 }
 
 // Shared returns the package's environment, setting it up at first use:
-// the node lock, fresh binaries, netclass-dra's RBAC from conf/deploy, the
-// daemon (as its service account) and netclass-controller (in-process, leader
-// elected on the Lease the product uses).
+// the node lock, fresh binaries, netclass-dra's RBAC from conf/deploy, one
+// daemon per node (as its service account, in the node's namespaces: the
+// defaults of its flags are the node's) and netclass-controller (in-process,
+// leader elected on the Lease the product uses). A daemon a test stopped is
+// started again by the next Shared.
 func Shared(t testing.TB) *Env {
 	t.Helper()
 	return environment(t, true)
@@ -82,8 +91,8 @@ func Shared(t testing.TB) *Env {
 
 // Bare returns the environment of a package that runs netclass itself
 // (test/deploy runs it from conf/deploy's manifests): the node lock, the
-// CRDs and the clients, but no netclass-dra on the host and no in-process
-// controller (Env.DRA is nil).
+// CRDs and the clients, but no netclass-dra and no in-process controller
+// (Env.DRA is nil, Env.DRAs empty).
 func Bare(t testing.TB) *Env {
 	t.Helper()
 	return environment(t, false)
@@ -106,9 +115,14 @@ func environment(t testing.TB, withNetclass bool) *Env {
 	if (shared.DRA != nil) != withNetclass {
 		t.Fatalf("harness: a test package uses either Shared or Bare, not both")
 	}
-	if withNetclass && shared.DRA.PID() == 0 {
-		if err := shared.DRA.Start(time.Minute); err != nil {
-			t.Fatalf("restart netclass-dra: %v", err)
+	if withNetclass {
+		for _, d := range shared.DRAs {
+			if d.PID() != 0 {
+				continue
+			}
+			if err := d.Start(time.Minute); err != nil {
+				t.Fatalf("restart netclass-dra on node %s: %v", d.Node, err)
+			}
 		}
 	}
 	return shared
@@ -120,8 +134,8 @@ func setUpShared(t testing.TB, withNetclass bool) *Env {
 	t.Helper()
 	rc := testbed.RestConfig(t)
 	kube := testbed.Client(t)
-	node := testbed.NodeName(t, kube)
-	e, err := setUpBare(rc, kube, node, testbed.Kubeconfig(t))
+	nodes := testbed.Nodes(t, kube)
+	e, err := setUpBare(rc, kube, nodes, testbed.Kubeconfig(t))
 	if err == nil && withNetclass {
 		err = e.startNetclass(Build(t))
 	}
@@ -135,7 +149,7 @@ func setUpShared(t testing.TB, withNetclass bool) *Env {
 
 // setUpBare takes the node lock, makes the package's directory and installs
 // the CRDs.
-func setUpBare(rc *rest.Config, kube kubernetes.Interface, node, adminKubeconfig string) (*Env, error) {
+func setUpBare(rc *rest.Config, kube kubernetes.Interface, nodes []bed.Node, adminKubeconfig string) (*Env, error) {
 	nc, err := ncclient.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -156,7 +170,7 @@ func setUpBare(rc *rest.Config, kube kubernetes.Interface, node, adminKubeconfig
 		}
 		return os.RemoveAll(dir)
 	})
-	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: node, dir: dir, admin: adminKubeconfig}
+	e := &Env{Rest: rc, Kube: kube, NC: nc, Node: nodes[0].Name, Nodes: nodes, dir: dir, admin: adminKubeconfig}
 	teardowns = append(teardowns, e.removeNetworkState)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -164,8 +178,9 @@ func setUpBare(rc *rest.Config, kube kubernetes.Interface, node, adminKubeconfig
 }
 
 // startNetclass applies netclass-dra's RBAC and the claim namespace guard
-// (conf/deploy), starts the controller
-// in-process and the daemon (as its service account) on the host.
+// (conf/deploy), starts the controller in-process and one daemon per node
+// (as its service account, in the node's namespaces), and waits until every
+// daemon is ready.
 func (e *Env) startNetclass(bins Binaries) error {
 	e.Bins = bins
 	teardowns = append(teardowns, func() error { return os.RemoveAll(filepath.Dir(bins.DRA)) })
@@ -174,15 +189,54 @@ func (e *Env) startNetclass(bins Binaries) error {
 	if err := e.applyRBAC(ctx); err != nil {
 		return err
 	}
-	kubeconfig, err := e.KubeconfigFor(e.Node)
-	if err != nil {
-		return err
+	for _, n := range e.Nodes {
+		kubeconfig, err := e.KubeconfigFor(n.Name)
+		if err != nil {
+			return err
+		}
+		e.DRAs = append(e.DRAs, &DRA{Bin: bins.DRA, Kubeconfig: kubeconfig, Node: n.Name, On: n, CNIDirs: bins.CNIDirs,
+			StateDir: filepath.Join(e.dir, "state-"+n.Name), LogPath: filepath.Join(e.dir, "netclass-dra-"+n.Name+".log")})
 	}
-	e.DRA = &DRA{Bin: bins.DRA, Kubeconfig: kubeconfig, Node: e.Node, CNIDirs: bins.CNIDirs,
-		StateDir: filepath.Join(e.dir, "state"), LogPath: filepath.Join(e.dir, "netclass-dra.log")}
+	e.DRA = e.DRAs[0]
 	e.startController()
-	teardowns = append(teardowns, e.stopDRA) // in reverse: the daemon stops before the network state goes
-	return e.DRA.Start(time.Minute)          // on failure TestMain's teardowns stop whatever did start
+	teardowns = append(teardowns, e.stopDRAs) // in reverse: the daemons stop before the network state goes
+	return startAll(e.DRAs, time.Minute)      // on failure TestMain's teardowns stop whatever did start
+}
+
+// startAll starts the daemons at once and waits until each is ready.
+func startAll(dras []*DRA, timeout time.Duration) error {
+	errs := make([]error, len(dras))
+	var wg sync.WaitGroup
+	for i, d := range dras {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.Start(timeout); err != nil {
+				errs[i] = fmt.Errorf("netclass-dra on node %s: %w", d.Node, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// DRAOn returns the netclass-dra of a node (nil when the package runs none there).
+func (e *Env) DRAOn(node string) *DRA {
+	for _, d := range e.DRAs {
+		if d.Node == node {
+			return d
+		}
+	}
+	return nil
+}
+
+// RestartDRAsWith restarts every node's netclass-dra with extra flags (none:
+// the defaults), as DRA.RestartWith does for one.
+func (e *Env) RestartDRAsWith(t testing.TB, extra ...string) {
+	t.Helper()
+	for _, d := range e.DRAs {
+		d.RestartWith(t, extra...)
+	}
 }
 
 func (e *Env) applyRBAC(ctx context.Context) error {
@@ -237,20 +291,26 @@ func (e *Env) startController() {
 	})
 }
 
-// stopDRA stops the daemon and removes the node's netclass.dev slices it leaves.
-func (e *Env) stopDRA() error {
-	err := e.DRA.Stop()
+// stopDRAs stops the daemons and removes the netclass.dev slices they leave.
+func (e *Env) stopDRAs() error {
+	var errs []error
+	for _, d := range e.DRAs {
+		errs = append(errs, d.Stop())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	slices, lerr := e.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-		FieldSelector: "spec.driver=netclass.dev,spec.nodeName=" + e.Node})
-	if lerr != nil {
-		return errors.Join(err, lerr)
-	}
-	for _, s := range slices.Items {
-		if derr := e.Kube.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-			err = errors.Join(err, derr)
+	for _, d := range e.DRAs {
+		slices, err := e.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+			FieldSelector: "spec.driver=netclass.dev,spec.nodeName=" + d.Node})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, s := range slices.Items {
+			if err := e.Kube.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
-	return err
+	return errors.Join(errs...)
 }

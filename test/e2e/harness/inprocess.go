@@ -16,10 +16,10 @@ import (
 	"github.com/netclass-dev/netclass/shim/runtime"
 )
 
-// InProcess replaces the netclass-dra subprocess with a daemon running in
-// the test process (same identity, its own state directory, logs appended to
-// the subprocess's log file), so that a benchmark can observe each pod's
-// timing. It returns when the daemon is ready; the returned function stops
+// InProcess replaces node 1's netclass-dra subprocess with a daemon running in
+// the test process, which runs in node 1's namespaces (same identity, its own
+// state directory, logs appended to the subprocess's log file), so that a
+// benchmark can observe each pod's timing (its pods must run on node 1). It returns when the daemon is ready; the returned function stops
 // it, and the next Shared call starts the subprocess again.
 func (e *Env) InProcess(tb testing.TB, observer func(runtime.Timing)) func() {
 	tb.Helper()

@@ -23,6 +23,7 @@ import (
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
 // WaitTimeout bounds every wait of the harness.
@@ -137,14 +138,26 @@ func (e *Env) deleteAndWait(t testing.TB, what string, del, get func(context.Con
 }
 
 // DeleteLinks removes host devices a test's networks created (bridges,
-// VXLAN devices), if they are still there.
+// VXLAN devices) on every node of the test bed, if they are still there.
 func DeleteLinks(t testing.TB, names ...string) {
 	for _, n := range names {
-		if _, err := net.InterfaceByName(n); err != nil {
-			continue
+		if _, err := net.InterfaceByName(n); err == nil {
+			if out, err := runIP("link", "del", n); err != nil {
+				t.Errorf("delete host link %s: %v: %s", n, err, out)
+			}
 		}
-		if out, err := runIP("link", "del", n); err != nil {
-			t.Errorf("delete host link %s: %v: %s", n, err, out)
+	}
+	b, err := bed.Load(bed.StateDir())
+	if err != nil {
+		t.Errorf("delete links %v on the other nodes: %v", names, err)
+		return
+	}
+	for _, node := range b.Nodes[1:] {
+		for _, n := range names {
+			out, err := node.Command("ip", "link", "del", n).CombinedOutput()
+			if err != nil && !strings.Contains(string(out), "Cannot find device") {
+				t.Errorf("delete link %s of node %s: %v: %s", n, node.Name, err, out)
+			}
 		}
 	}
 }
@@ -170,7 +183,8 @@ func (e *Env) WaitPodNetworkCondition(t testing.TB, name, condType string, statu
 }
 
 // VXLANCluster creates a ClusterNetwork of type netclass-vxlan whose VTEP is
-// the node's address; it goes when the test ends, with the host devices of
+// node 1's address (so only node 1 offers its Networks: the others do not
+// have that address); it goes when the test ends, with the host devices of
 // vni. Create it before the test's namespace, so that its cleanup runs after
 // the namespace's pods are gone.
 func (e *Env) VXLANCluster(t testing.TB, vni int32) string {
@@ -209,7 +223,8 @@ func (e *Env) Network(t testing.TB, namespace, name, cluster string, vni int32, 
 	e.ForgetNetwork(namespace+"_"+name, vni)
 }
 
-// NodeIP is the test bed node's address (scripts/testbed/README.md).
+// NodeIP is node 1's address (scripts/testbed/README.md), its InternalIP on
+// its underlay interface; the other nodes' are in Env.Nodes.
 const NodeIP = "10.250.0.1"
 
 // RandomVNI is a VNI unlikely to be used by anyone else on the node.
@@ -234,10 +249,15 @@ func (d Device) Attr(name resourceapi.QualifiedName) string {
 	return ""
 }
 
-// Devices lists the devices of netclass.dev slices of the node.
+// Devices lists the devices of netclass.dev slices of node 1.
 func (e *Env) Devices(ctx context.Context) ([]Device, error) {
+	return e.DevicesOn(ctx, e.Node)
+}
+
+// DevicesOn lists the devices of netclass.dev slices of a node.
+func (e *Env) DevicesOn(ctx context.Context, node string) ([]Device, error) {
 	list, err := e.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-		FieldSelector: "spec.driver=" + attachment.DriverName + ",spec.nodeName=" + e.Node})
+		FieldSelector: "spec.driver=" + attachment.DriverName + ",spec.nodeName=" + node})
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +270,14 @@ func (e *Env) Devices(ctx context.Context) ([]Device, error) {
 	return out, nil
 }
 
-// FindDevice returns the published device of a network of a class.
+// FindDevice returns the device node 1 publishes for a network of a class.
 func (e *Env) FindDevice(ctx context.Context, class, namespace, name string) (Device, bool, error) {
-	devs, err := e.Devices(ctx)
+	return e.FindDeviceOn(ctx, e.Node, class, namespace, name)
+}
+
+// FindDeviceOn returns the device a node publishes for a network of a class.
+func (e *Env) FindDeviceOn(ctx context.Context, node, class, namespace, name string) (Device, bool, error) {
+	devs, err := e.DevicesOn(ctx, node)
 	if err != nil {
 		return Device{}, false, err
 	}
@@ -265,13 +290,21 @@ func (e *Env) FindDevice(ctx context.Context, class, namespace, name string) (De
 	return Device{}, false, nil
 }
 
-// WaitDevice waits until the network's device is published (present=true) or gone.
+// WaitDevice waits until node 1 publishes the network's device (present=true)
+// or withdrew it.
 func (e *Env) WaitDevice(t testing.TB, class, namespace, name string, present bool) Device {
 	t.Helper()
+	return e.WaitDeviceOn(t, e.Node, class, namespace, name, present)
+}
+
+// WaitDeviceOn waits until a node publishes the network's device
+// (present=true) or withdrew it.
+func (e *Env) WaitDeviceOn(t testing.TB, node, class, namespace, name string, present bool) Device {
+	t.Helper()
 	var found Device
-	what := fmt.Sprintf("device of %s/%s in class %s published=%v", namespace, name, class, present)
+	what := fmt.Sprintf("device of %s/%s in class %s published=%v on node %s", namespace, name, class, present, node)
 	testbed.Poll(t, testbed.Context(t, WaitTimeout), 100*time.Millisecond, what, func(ctx context.Context) (bool, string, error) {
-		d, ok, err := e.FindDevice(ctx, class, namespace, name)
+		d, ok, err := e.FindDeviceOn(ctx, node, class, namespace, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -324,7 +357,8 @@ func Request(name, deviceClass, namespace, network string, cfg *attachment.Confi
 
 // BridgeNet is where most attachment tests start: a netclass-bridge
 // PodNetwork in a NetworkClass (and DeviceClass) of its own, published on
-// the node, and a throwaway namespace with a ResourceClaimTemplate on it.
+// every node, and a throwaway namespace with a ResourceClaimTemplate on it.
+// A bridge is node-local: pods that talk over it run on one node (PodOn).
 type BridgeNet struct {
 	Class, Bridge, PodNetwork, Namespace string
 }
@@ -337,7 +371,9 @@ func (e *Env) BridgeNet(t testing.TB, prefix, template string) BridgeNet {
 	n := BridgeNet{Class: e.Class(t, PodNetworkKind), Bridge: "e2e" + Unique(6), PodNetwork: prefix + "-" + Unique(6)}
 	e.PodNetwork(t, n.PodNetwork, BridgeParams(n.Bridge, RandomSubnet()), nil, n.Bridge)
 	n.Namespace = testbed.Namespace(t, e.Kube)
-	e.WaitDevice(t, n.Class, "", n.PodNetwork, true)
+	for _, node := range e.Nodes {
+		e.WaitDeviceOn(t, node.Name, n.Class, "", n.PodNetwork, true)
+	}
 	e.ClaimTemplate(t, n.Namespace, template, n.Class, "", n.PodNetwork, nil)
 	return n
 }
@@ -361,6 +397,13 @@ func Pod(ns, name string, templates ...string) *corev1.Pod {
 		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: tmpl, ResourceClaimTemplateName: ptr.To(tmpl)})
 	}
 	return p
+}
+
+// PodOn is Pod pinned to a node (testbed.OnNode): for pods that must share a
+// node-local network (a bridge, a host-local range) or whose host state a
+// test reads.
+func PodOn(node, ns, name string, templates ...string) *corev1.Pod {
+	return testbed.OnNode(Pod(ns, name, templates...), node)
 }
 
 // CreatePod creates a pod.

@@ -11,12 +11,16 @@ import (
 
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/render"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
+
+// Checkpoint reads node 1's daemon's claim records (DRA.Checkpoint).
+func (e *Env) Checkpoint() ([]*checkpoint.Claim, error) { return e.DRA.Checkpoint() }
 
 // Checkpoint reads the daemon's claim records without touching them (the
 // running daemon owns the directory).
-func (e *Env) Checkpoint() ([]*checkpoint.Claim, error) {
-	dir := filepath.Join(e.DRA.StateDir, "claims")
+func (d *DRA) Checkpoint() ([]*checkpoint.Claim, error) {
+	dir := filepath.Join(d.StateDir, "claims")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func (e *Env) Attachment(t testing.TB, pod types.UID, ifname string) checkpoint.
 var hostStateDirs = []string{render.IPAMStateDir, render.StateDir}
 
 // ForgetNetwork registers a network's CNI name (and VNI, 0 for none) whose
-// host state directories the harness removes at the end of the package,
+// host state directories (on every node) the harness removes at the end of the package,
 // once netclass-dra stopped — only when they hold no reservation any more,
 // so a leak is left in place (and reported) rather than hidden.
 func (e *Env) ForgetNetwork(cniName string, vni int32) {
@@ -82,9 +86,22 @@ type forgotten struct {
 
 func (e *Env) removeNetworkState() error {
 	var leaks []string
+	for _, n := range e.Nodes {
+		leaks = append(leaks, e.removeNodeNetworkState(n)...)
+	}
+	if len(leaks) > 0 {
+		return fmt.Errorf("host CNI state left behind: %s", strings.Join(leaks, "; "))
+	}
+	return nil
+}
+
+// removeNodeNetworkState removes the forgotten networks' state on one node
+// (where its directories are on this machine) and returns the leaks.
+func (e *Env) removeNodeNetworkState(n bed.Node) []string {
+	var leaks []string
 	for _, f := range e.forget {
 		for _, root := range hostStateDirs {
-			dir := filepath.Join(root, f.cniName)
+			dir := n.HostPath(filepath.Join(root, f.cniName))
 			entries, err := os.ReadDir(dir)
 			if err != nil {
 				continue
@@ -96,17 +113,14 @@ func (e *Env) removeNetworkState() error {
 				}
 			}
 			if len(held) > 0 {
-				leaks = append(leaks, fmt.Sprintf("%s holds %v", dir, held))
+				leaks = append(leaks, fmt.Sprintf("%s (node %s) holds %v", dir, n.Name, held))
 				continue
 			}
 			os.RemoveAll(dir)
 		}
 		if f.vni != 0 {
-			os.Remove(filepath.Join(render.StateDir, "locks", fmt.Sprintf("vxlan-%d.lock", f.vni)))
+			os.Remove(n.HostPath(filepath.Join(render.StateDir, "locks", fmt.Sprintf("vxlan-%d.lock", f.vni))))
 		}
 	}
-	if len(leaks) > 0 {
-		return fmt.Errorf("host CNI state left behind: %s", strings.Join(leaks, "; "))
-	}
-	return nil
+	return leaks
 }
