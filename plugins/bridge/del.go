@@ -38,7 +38,7 @@ func teardown(c *netconf.Bridge, r *attach.Record) error {
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	var addrs []*net.IPNet
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}) },
 		func() (err error) { addrs, err = p.Remove(); return err },
 		func() error { return removeSpoofCheck(c, p.HostName()) },
 	)

@@ -40,7 +40,7 @@ func teardown(c *netconf.VXLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}) },
 		func() error { return leave(c, p) },
 	)
 	if err != nil {

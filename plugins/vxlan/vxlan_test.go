@@ -15,6 +15,9 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/qos"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -262,8 +265,8 @@ func TestErrors(t *testing.T) {
 func TestGCAndQoS(t *testing.T) {
 	n1, n2 := twoNodes(t)
 	egress := float64(traffic.Rate(10_000_000))
-	qos := map[string]any{"qos": map[string]any{"dscp": 26, "egressRate": egress, "egressBurst": 100_000}}
-	conf := n1.conf(t, "blue", 100, "10.66.0.0/24", "10.66.0.10", "10.66.0.19", qos)
+	qosConf := map[string]any{"qos": map[string]any{"dscp": 26, "egressRate": egress, "egressBurst": 100_000}}
+	conf := n1.conf(t, "blue", 100, "10.66.0.0/24", "10.66.0.10", "10.66.0.19", qosConf)
 	keep, stale := cnitest.NewPod(t), cnitest.NewPod(t)
 	rk := n1.Add(t, plugin, conf, keep, "net1")
 	n1.Add(t, plugin, conf, stale, "net1")
@@ -295,6 +298,16 @@ func TestGCAndQoS(t *testing.T) {
 	}
 	if stale.NS.HasLink(t, "net1") {
 		t.Error("GC left the stale pod's interface")
+	}
+	// The QoS of a VXLAN attachment is on the host end of its veth: GC
+	// removes the stale one's there, and keeps the other's.
+	staleIf, keepIf := bridgeport.HostVethName(stale.ID, "net1"), bridgeport.HostVethName(keep.ID, "net1")
+	if n1.NS.HasLink(t, qos.HostIFBName(staleIf)) || !n1.NS.HasLink(t, qos.HostIFBName(keepIf)) {
+		t.Error("GC must remove the stale attachment's egress IFB and only that one")
+	}
+	rules, _ := exec.Command("ip", "netns", "exec", n1.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput()
+	if strings.Contains(string(rules), staleIf) || !strings.Contains(string(rules), keepIf) {
+		t.Errorf("GC must remove the stale attachment's rules and only those:\n%s", rules)
 	}
 	if err := n1.Check(t, plugin, conf, rk, keep, "net1"); err != nil {
 		t.Errorf("GC broke the attachment it had to keep: %v", err)
