@@ -60,8 +60,10 @@ func TestMeterIsTransparentToAUDPSender(t *testing.T) {
 	}
 }
 
-// A TCP stream through a metered rule loses what exceeds the rate, as on a
-// network, and converges near the rate without the connection failing.
+// A TCP stream through a metered rule loses what exceeds the rate on the
+// way, as on a network (the sender retransmits, where a drop in its own
+// stack would have been retried without a retransmission), and converges
+// near the rate without the connection failing.
 func TestTCPThroughAMeterConverges(t *testing.T) {
 	meterKbps := float64(traffic.Rate(5000))
 	a, b, _, rb := meteredPair(t, []string{"10.24.0.0/24", "fd24::/64"}, meterRule("TCP", 5202, meterKbps))
@@ -76,6 +78,9 @@ func TestTCPThroughAMeterConverges(t *testing.T) {
 	}
 	if !within(res.ReceivedBps, meterKbps*1000, 0.2) {
 		t.Errorf("received %.2f Mbit/s, rule rate %.2f", res.ReceivedBps/1e6, meterKbps/1e3)
+	}
+	if res.Retransmits == 0 {
+		t.Error("no retransmission: the excess was not dropped on the way but in the sender's own stack")
 	}
 }
 
