@@ -7,13 +7,23 @@ import (
 	"github.com/vishvananda/netlink"
 
 	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
 )
 
-// applyHost enforces the plan on the host end of a bridged veth.
+// applyHost enforces the plan on the host end of a bridged veth. Shaping
+// (links and qdiscs, under the rtnl lock) and the rules (an nftables
+// transaction) are independent, and are set up at once.
 func applyHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+	return attach.Parallel(
+		func() error { return shapeHost(a, host, plan) },
+		func() error { return markHost(a, plan) },
+	)
+}
+
+func shapeHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	if plan.Egress != nil {
 		ifb, err := link.CreateIFB(HostIFBName(a.HostIf), host.Attrs().MTU, "netclass egress of "+a.HostIf)
 		if err != nil {
@@ -31,6 +41,10 @@ func applyHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 			return fmt.Errorf("shape ingress of %q on %q: %w", a.IfName, a.HostIf, err)
 		}
 	}
+	return nil
+}
+
+func markHost(a Attachment, plan *cfg.Plan) error {
 	if !plan.NeedsRules() {
 		return nil
 	}
@@ -44,19 +58,25 @@ func applyHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	return nil
 }
 
-// removeHostRules deletes what a host end leaves behind when it goes: its
-// rules in the shared table and its egress IFB. It needs only the name.
-func removeHostRules(hostIf string) error {
+// removePortRules and removeHostIFB delete what a host end leaves behind
+// when it goes: its rules in the shared table and its egress IFB. They need
+// only the host end's name.
+func removePortRules(hostIf string) error {
 	c, err := nft.OpenCurrent()
 	if err != nil {
 		return err
 	}
-	return errors.Join(nft.DeletePortQoS(c, hostIf), link.DeleteIFB(HostIFBName(hostIf)))
+	return nft.DeletePortQoS(c, hostIf)
 }
+
+func removeHostIFB(hostIf string) error { return link.DeleteIFB(HostIFBName(hostIf)) }
 
 // removeHostShaping deletes the host end's qdiscs (its ingress shaping and
 // the redirection of its ingress to the IFB).
 func removeHostShaping(hostIf string) error {
+	if hostIf == "" {
+		return nil
+	}
 	host, err := link.ByName(hostIf)
 	if link.IsNotFound(err) {
 		return nil

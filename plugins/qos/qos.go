@@ -49,6 +49,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
 )
@@ -122,21 +123,18 @@ func tbf(s *cfg.Shaper) tc.TBF { return tc.TBF{RateBytes: s.RateBytes, BurstByte
 // RemoveRules deletes what would outlive the pod's interface: the rules
 // (on the host and in the pod) and the IFBs. Callers about to delete the
 // interface use it instead of Remove, since the interface's qdiscs (and its
-// veth peer's) go with it.
+// veth peer's) go with it. The deletions run at once: each waits for the
+// kernel (an RCU grace period), and the waits then overlap.
 func RemoveRules(a Attachment) error {
-	var errs []error
+	steps := []func() error{func() error { return removePodRules(a) }}
 	if a.HostIf != "" {
-		errs = append(errs, removeHostRules(a.HostIf))
+		steps = append(steps, func() error { return removePortRules(a.HostIf) }, func() error { return removeHostIFB(a.HostIf) })
 	}
-	return errors.Join(append(errs, removePodRules(a))...)
+	return attach.Parallel(steps...)
 }
 
 // Remove deletes everything Apply may have made, wherever it lives; what
 // is already gone (the host end, the whole namespace) is success.
 func Remove(a Attachment) error {
-	var errs []error
-	if a.HostIf != "" {
-		errs = append(errs, removeHostRules(a.HostIf), removeHostShaping(a.HostIf))
-	}
-	return errors.Join(append(errs, removePodRules(a), removePodShaping(a))...)
+	return errors.Join(RemoveRules(a), removeHostShaping(a.HostIf), removePodShaping(a))
 }
