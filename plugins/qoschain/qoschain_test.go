@@ -269,3 +269,32 @@ func run(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
 }
+
+// After the upstream bridge, the QoS is on the host end of the veth. When
+// the pod's namespace (and with it the veth) is gone before any DEL, GC
+// still removes the host-side state by the recorded host end's name.
+func TestGCAfterThePodWentAway(t *testing.T) {
+	h := cnitest.NewHost(t)
+	cni := h.CNI(t)
+	list := chain(t, "up", map[string]any{"type": "bridge", "bridge": "up1", "ipam": ipam(t, "10.34.0.0/24")}, true)
+	gone, keep := cnitest.NewPod(t), cnitest.NewPod(t)
+	hostIf := hostEnd(t, addList(t, h, cni, list, gone))
+	keepIf := hostEnd(t, addList(t, h, cni, list, keep))
+	if !h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+		t.Fatalf("no egress IFB for %s", hostIf)
+	}
+	if err := gone.NS.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	h.Do(t, func(ctx context.Context) error {
+		return cni.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{keep.Attachment("net1")}})
+	})
+	if h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+		t.Error("GC left the egress IFB of an attachment whose pod is gone")
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
+		t.Errorf("GC left the rules of %s:\n%s", hostIf, out)
+	} else if !strings.Contains(string(out), keepIf) || !h.NS.HasLink(t, qos.HostIFBName(keepIf)) {
+		t.Errorf("GC removed the QoS of the attachment it had to keep:\n%s", out)
+	}
+}
