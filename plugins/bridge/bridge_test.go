@@ -129,6 +129,9 @@ func TestCheckNoticesChanges(t *testing.T) {
 			run(t, "ip", "netns", "exec", h.NS.Name, "nft", "delete", "element", "bridge", nft.PortQoSTable, "ports",
 				`{ "`+bridgeport.HostVethName(p.ID, "net1")+`" }`)
 		}},
+		{"an older netclass's table in the pod", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "table", "inet", "netclass_net1")
+		}},
 		{"shared table deleted", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
 			run(t, "ip", "netns", "exec", h.NS.Name, "nft", "delete", "table", "bridge", nft.PortQoSTable)
 		}},
@@ -183,6 +186,25 @@ func run(t *testing.T, name string, args ...string) {
 	t.Helper()
 	if out, err := execCommand(name, args...); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// An attachment an older netclass made kept its rules in the pod, at the
+// IP output path (whose drops error the sender): ADD on that interface
+// (again) removes them, and the rules are on the host end only.
+func TestAddRemovesAnOlderNetclassesPodRules(t *testing.T) {
+	h := cnitest.NewHost(t)
+	conf := newNetwork(t, "blue", "blue0", []string{"10.10.9.0/24"}, map[string]any{"qos": map[string]any{"dscp": 8}}).bytes(t)
+	p := cnitest.NewPod(t)
+	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "table", "inet", "netclass_net1")
+	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "chain", "inet", "netclass_net1", "egress",
+		"{ type filter hook postrouting priority mangle; policy accept; }")
+	res := h.Add(t, plugin, conf, p, "net1")
+	if out, _ := execCommand("ip", "netns", "exec", p.NS.Name, "nft", "list", "tables"); len(out) > 0 {
+		t.Errorf("ADD left the older table in the pod: %s", out)
+	}
+	if err := h.Check(t, plugin, conf, res, p, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
 	}
 }
 

@@ -15,11 +15,14 @@ import (
 
 // applyHost enforces the plan on the host end of a bridged veth. Shaping
 // (links and qdiscs, under the rtnl lock) and the rules (an nftables
-// transaction) are independent, and are set up at once.
+// transaction) are independent, and are set up at once, while whatever an
+// earlier netclass left in the pod for the interface (rules at its IP
+// output, whose drops error the sender) goes.
 func applyHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	return attach.Parallel(
 		func() error { return shapeHost(a, host, plan) },
 		func() error { return markHost(a, plan) },
+		func() error { return removePodRules(a) },
 	)
 }
 
@@ -98,6 +101,9 @@ func checkHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 		if err := tc.CheckRootTBF(host, tbf(plan.Ingress)); err != nil {
 			return fmt.Errorf("ingress shaping: %w", err)
 		}
+	}
+	if err := checkNoPodRules(a); err != nil {
+		return err
 	}
 	if !plan.NeedsRules() {
 		return nil

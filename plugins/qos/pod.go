@@ -70,6 +70,18 @@ func removePodRules(a Attachment) error {
 	return err
 }
 
+// checkNoPodRules verifies the pod holds no netclass table for the
+// interface (the rules of a bridged veth are on its host end).
+func checkNoPodRules(a Attachment) error {
+	return inPodNFT(a.PodNS, func(c *nftables.Conn) error {
+		found, err := nft.HasAnyPodQoS(c, a.IfName)
+		if err == nil && found {
+			err = fmt.Errorf("the pod holds nftables table %s for %q: its rules belong on the host end", nft.PodQoSTable(a.IfName), a.IfName)
+		}
+		return err
+	})
+}
+
 // removePodShaping deletes the pod interface's qdiscs.
 func removePodShaping(a Attachment) error {
 	err := netns.Do(a.PodNS, func() error {

@@ -84,20 +84,36 @@ func DeletePodQoS(c *nftables.Conn, ifname string) error {
 }
 
 func queueDeletePod(c *nftables.Conn, ifname string) (bool, error) {
+	tables, err := podTables(c, ifname)
+	for _, t := range tables {
+		c.DelTable(t)
+	}
+	return len(tables) > 0, err
+}
+
+// podTables returns the interface's tables that exist: this netclass's and
+// an older one's.
+func podTables(c *nftables.Conn, ifname string) ([]*nftables.Table, error) {
 	tables, err := c.ListTables()
 	if err != nil {
-		return false, fmt.Errorf("list nftables tables: %w", err)
+		return nil, fmt.Errorf("list nftables tables: %w", err)
 	}
-	found := false
+	var found []*nftables.Table
 	for _, want := range []*nftables.Table{podTable(ifname), legacyPodTable(ifname)} {
 		for _, got := range tables {
 			if got.Name == want.Name && got.Family == want.Family {
-				c.DelTable(want)
-				found = true
+				found = append(found, want)
 			}
 		}
 	}
 	return found, nil
+}
+
+// HasAnyPodQoS reports whether the pod holds a table of the interface's,
+// this netclass's or an older one's.
+func HasAnyPodQoS(c *nftables.Conn, ifname string) (bool, error) {
+	tables, err := podTables(c, ifname)
+	return len(tables) > 0, err
 }
 
 // HasPodQoS reports whether the interface's table exists.

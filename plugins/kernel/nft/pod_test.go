@@ -105,6 +105,15 @@ func TestApplyPodReplacesAndDeleteIsIdempotent(t *testing.T) {
 	if out, err := execIn(n, "nft", "add", "table", "inet", "netclass_net1"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	if err := DeletePodQoS(c, "net1"); err != nil { // the netdev one only, as if it were gone
+		t.Fatal(err)
+	}
+	if out, err := execIn(n, "nft", "add", "table", "inet", "netclass_net1"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if ok, err := HasAnyPodQoS(c, "net1"); err != nil || !ok {
+		t.Fatalf("HasAnyPodQoS with an older netclass's table = %v, %v", ok, err)
+	}
 	for range 2 {
 		if err := DeletePodQoS(c, "net1"); err != nil {
 			t.Fatalf("DeletePodQoS: %v", err)
