@@ -16,6 +16,7 @@ declare -A need=(
 	[ip]=iproute2 [tc]=iproute2 [bridge]=iproute2
 	[nft]=nftables [iptables]=iptables
 	[modprobe]=kmod [jq]=jq
+	[iperf3]=iperf3 # the QoS tests' real senders (a meter must never error a socket)
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -40,13 +40,27 @@ func Unavailable(err error) error {
 	return types.NewError(ErrPluginNotAvailable, err.Error(), "")
 }
 
+// nodeCannot is an error saying this node cannot do what the configuration
+// asks (its kernel lacks a feature the QoS needs: nft.FeatureError): CNI
+// error 7, since retrying will not change it.
+type nodeCannot interface {
+	error
+	InvalidConfiguration()
+}
+
 // Internal keeps a CNI error as it is and turns anything else into error
 // 999 carrying the message (and, when given, the undo failures as details).
+// A device another network owns, or a kernel feature the configuration
+// needs and the node lacks, is error 7 with the whole message.
 func Internal(err error, undoErr error) error {
 	var e *types.Error
 	var owned *link.OwnedError
-	if errors.As(err, &owned) {
+	var cannot nodeCannot
+	switch {
+	case errors.As(err, &owned):
 		e = types.NewError(types.ErrInvalidNetworkConfig, owned.Error(), "")
+	case errors.As(err, &cannot):
+		e = types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
 	if e != nil || errors.As(err, &e) {
 		if undoErr != nil {

@@ -16,7 +16,10 @@ import (
 
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/qos"
 	"github.com/netclass-dev/netclass/test/cnitest"
+	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
 )
 
@@ -69,7 +72,7 @@ func assertReleased(t *testing.T, n *network, ip string) {
 func TestDelWithoutNamespaceOrAdd(t *testing.T) {
 	h := cnitest.NewHost(t)
 	n := newNetwork(t, "blue", "blue0", []string{"10.10.2.0/24"}, map[string]any{
-		"qos": map[string]any{"dscp": 10, "ingressRate": 8000000, "ingressBurst": 80000},
+		"qos": map[string]any{"dscp": 10, "ingressRate": 8000000, "ingressBurst": 80000, "egressRate": 8000000, "egressBurst": 80000},
 	})
 	conf := n.bytes(t)
 	p := cnitest.NewPod(t)
@@ -88,6 +91,7 @@ func TestDelWithoutNamespaceOrAdd(t *testing.T) {
 	if h.NS.HasLink(t, hostIf) {
 		t.Error("DEL left the host end behind")
 	}
+	assertNoHostQoS(t, h, p)
 	assertReleased(t, n, podIP(t, res, false).String())
 	never := cnitest.NewPod(t)
 	if err := h.Del(plugin, conf, never, "net1"); err != nil {
@@ -106,14 +110,30 @@ func TestCheckNoticesChanges(t *testing.T) {
 		tamper func(t *testing.T, h *cnitest.Host, p *cnitest.Pod)
 	}{
 		{"egress qdisc removed", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
-			run(t, "ip", "netns", "exec", p.NS.Name, "tc", "qdisc", "del", "dev", "net1", "root")
+			run(t, "ip", "netns", "exec", h.NS.Name, "tc", "qdisc", "del", "dev", hostIFB(p), "root")
+		}},
+		{"egress no longer redirected", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			run(t, "ip", "netns", "exec", h.NS.Name, "tc", "qdisc", "del", "dev", bridgeport.HostVethName(p.ID, "net1"), "ingress")
+		}},
+		{"egress ifb deleted", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			run(t, "ip", "-n", h.NS.Name, "link", "del", hostIFB(p))
 		}},
 		{"ingress qdisc changed", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
 			run(t, "ip", "netns", "exec", h.NS.Name, "tc", "qdisc", "replace", "dev", bridgeport.HostVethName(p.ID, "net1"),
 				"root", "tbf", "rate", "1mbit", "burst", "10kb", "latency", "25ms")
 		}},
 		{"dscp rule removed", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
-			run(t, "ip", "netns", "exec", p.NS.Name, "nft", "flush", "chain", "inet", "netclass_net1", "r0")
+			run(t, "ip", "netns", "exec", h.NS.Name, "nft", "flush", "chain", "bridge", nft.PortQoSTable, nft.PortChain(bridgeport.HostVethName(p.ID, "net1"))+"/r0")
+		}},
+		{"port unmapped", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			run(t, "ip", "netns", "exec", h.NS.Name, "nft", "delete", "element", "bridge", nft.PortQoSTable, "ports",
+				`{ "`+bridgeport.HostVethName(p.ID, "net1")+`" }`)
+		}},
+		{"an older netclass's table in the pod", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "table", "inet", "netclass_net1")
+		}},
+		{"shared table deleted", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			run(t, "ip", "netns", "exec", h.NS.Name, "nft", "delete", "table", "bridge", nft.PortQoSTable)
 		}},
 		{"address removed", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
 			run(t, "ip", "-n", p.NS.Name, "addr", "flush", "dev", "net1")
@@ -147,10 +167,44 @@ func TestCheckNoticesChanges(t *testing.T) {
 	}
 }
 
+// hostIFB is the IFB on the host shaping pod p's net1 egress.
+func hostIFB(p *cnitest.Pod) string { return qos.HostIFBName(bridgeport.HostVethName(p.ID, "net1")) }
+
+// assertNoHostQoS fails when the host keeps QoS state of pod p's net1.
+func assertNoHostQoS(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+	t.Helper()
+	if h.NS.HasLink(t, hostIFB(p)) {
+		t.Errorf("the egress IFB of %s is left on the host", p.ID)
+	}
+	out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable)
+	if host := bridgeport.HostVethName(p.ID, "net1"); strings.Contains(string(out), host) {
+		t.Errorf("the rules of %s are left on the host:\n%s", host, out)
+	}
+}
+
 func run(t *testing.T, name string, args ...string) {
 	t.Helper()
 	if out, err := execCommand(name, args...); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// An attachment an older netclass made kept its rules in the pod, at the
+// IP output path (whose drops error the sender): ADD on that interface
+// (again) removes them, and the rules are on the host end only.
+func TestAddRemovesAnOlderNetclassesPodRules(t *testing.T) {
+	h := cnitest.NewHost(t)
+	conf := newNetwork(t, "blue", "blue0", []string{"10.10.9.0/24"}, map[string]any{"qos": map[string]any{"dscp": 8}}).bytes(t)
+	p := cnitest.NewPod(t)
+	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "table", "inet", "netclass_net1")
+	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "chain", "inet", "netclass_net1", "egress",
+		"{ type filter hook postrouting priority mangle; policy accept; }")
+	res := h.Add(t, plugin, conf, p, "net1")
+	if out, _ := execCommand("ip", "netns", "exec", p.NS.Name, "nft", "list", "tables"); len(out) > 0 {
+		t.Errorf("ADD left the older table in the pod: %s", out)
+	}
+	if err := h.Check(t, plugin, conf, res, p, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
 	}
 }
 
@@ -159,18 +213,26 @@ func TestFailedAddLeavesNothing(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, h *cnitest.Host, p *cnitest.Pod)
 		want    string
+		holder  func(h *cnitest.Host, p *cnitest.Pod) (*nstest.NS, string) // the link that held the name
 	}{
 		{"interface name taken in the pod", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
 			run(t, "ip", "-n", p.NS.Name, "link", "add", "net1", "type", "bridge")
-		}, "create veth"},
+		}, "create veth", func(h *cnitest.Host, p *cnitest.Pod) (*nstest.NS, string) { return p.NS, "net1" }},
 		{"host veth name taken", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
 			run(t, "ip", "-n", h.NS.Name, "link", "add", bridgeport.HostVethName(p.ID, "net1"), "type", "bridge")
-		}, "create veth"},
+		}, "create veth", func(h *cnitest.Host, p *cnitest.Pod) (*nstest.NS, string) {
+			return h.NS, bridgeport.HostVethName(p.ID, "net1")
+		}},
+		{"qos cannot be applied", func(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
+			// The egress IFB's name is taken on the host by a link that is no IFB.
+			run(t, "ip", "-n", h.NS.Name, "link", "add", hostIFB(p), "type", "bridge")
+		}, "not an ifb", func(h *cnitest.Host, p *cnitest.Pod) (*nstest.NS, string) { return h.NS, hostIFB(p) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := cnitest.NewHost(t)
-			n := newNetwork(t, "blue", "blue0", []string{"10.10.4.0/30"}, map[string]any{"qos": map[string]any{"dscp": 1}})
+			n := newNetwork(t, "blue", "blue0", []string{"10.10.4.0/30"}, map[string]any{"qos": map[string]any{
+				"dscp": 1, "egressRate": 8000000, "egressBurst": 80000}})
 			conf := n.bytes(t)
 			p := cnitest.NewPod(t)
 			tc.prepare(t, h, p)
@@ -179,11 +241,22 @@ func TestFailedAddLeavesNothing(t *testing.T) {
 			if !errors.As(err, &e) || !strings.Contains(e.Msg, tc.want) {
 				t.Fatalf("ADD error = %v, want a CNI error containing %q", err, tc.want)
 			}
+			if e.Details != "" {
+				t.Errorf("cleanup after the failure failed: %s", e.Details)
+			}
 			// /30 has exactly one usable address (.2 is the gateway .1's peer): if it
 			// leaked, the next ADD on a fresh pod fails.
 			assertNoRecord(t, n, p)
-			if !p.NS.HasLink(t, "net1") && !h.NS.HasLink(t, bridgeport.HostVethName(p.ID, "net1")) {
-				t.Error("the failed ADD deleted the link that held the name: it was not its own")
+			if ns, name := tc.holder(h, p); !ns.HasLink(t, name) {
+				t.Errorf("the failed ADD deleted %s, which held the name: it was not its own", name)
+			}
+			if tc.name == "qos cannot be applied" {
+				if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable); strings.Contains(string(out), "port/") {
+					t.Errorf("the failed ADD left port rules:\n%s", out)
+				}
+				if h.NS.HasLink(t, bridgeport.HostVethName(p.ID, "net1")) {
+					t.Error("the failed ADD left the host end")
+				}
 			}
 			q := cnitest.NewPod(t)
 			h.Add(t, plugin, conf, q, "net1")
@@ -252,7 +325,8 @@ func mustAddr(t *testing.T, out []byte) netip.Addr {
 
 func TestGC(t *testing.T) {
 	h := cnitest.NewHost(t)
-	n := newNetwork(t, "blue", "blue0", []string{"10.10.6.0/24"}, map[string]any{"qos": map[string]any{"dscp": 8}})
+	n := newNetwork(t, "blue", "blue0", []string{"10.10.6.0/24"}, map[string]any{"qos": map[string]any{
+		"dscp": 8, "egressRate": 8000000, "egressBurst": 80000}})
 	conf := n.bytes(t)
 	keep, drop1, drop2 := cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t)
 	rk := h.Add(t, plugin, conf, keep, "net1")
@@ -271,8 +345,11 @@ func TestGC(t *testing.T) {
 		}
 		assertReleased(t, n, podIP(t, d.r, false).String())
 		assertNoRecord(t, n, d.p)
-		if out, _ := execCommand("ip", "netns", "exec", d.p.NS.Name, "nft", "list", "tables"); strings.Contains(string(out), "netclass_") {
-			t.Errorf("GC left the qos table of %s: %s", d.p.ID, out)
+		if h.NS.HasLink(t, qos.HostIFBName(bridgeport.HostVethName(d.p.ID, d.ifn))) {
+			t.Errorf("GC left the egress IFB of %s/%s", d.p.ID, d.ifn)
+		}
+		if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable); strings.Contains(string(out), bridgeport.HostVethName(d.p.ID, d.ifn)) {
+			t.Errorf("GC left the rules of %s/%s: %s", d.p.ID, d.ifn, out)
 		}
 	}
 	if err := h.Check(t, plugin, conf, rk, keep, "net1"); err != nil {

@@ -30,15 +30,16 @@ func cmdDel(args *skel.CmdArgs) error {
 }
 
 // teardown removes everything of one attachment but its IPAM allocation.
-// The steps that wait for the kernel (deleting the veth, the pod's nftables
-// table, the spoof-check table) run at once so their waits overlap; the
-// qdiscs go with the veth.
+// The steps that wait for the kernel (deleting the veth; the port's QoS
+// rules and egress IFB on the host; the spoof-check table) run at once so
+// their waits overlap; the host end's qdiscs go with the veth.
 func teardown(c *netconf.Bridge, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
+	a := qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
 	var addrs []*net.IPNet
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() error { return qos.RemoveRules(a) },
 		func() (err error) { addrs, err = p.Remove(); return err },
 		func() error { return removeSpoofCheck(c, p.HostName()) },
 	)

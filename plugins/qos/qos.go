@@ -1,28 +1,56 @@
 // Package qos applies a compiled qos.Plan to one attachment, composing the
-// tc and nft mechanisms. It is what makes shaping, DSCP marking and metered
-// rules work the same on every interface type:
+// tc and nft mechanisms, the way a metering switch port would: a packet
+// over a meter's rate is dropped on its way, never turned into an error on
+// the sending socket, and where the attachment has a port on the host the
+// rules live there, out of the pod's reach.
+//
+// A veth whose host end is a port of a Linux bridge (netclass-bridge,
+// netclass-vxlan, netclass-qos after the upstream bridge) is a switch port,
+// and everything is enforced on its host end:
+//
+//   - egress shaping: the host end's ingress is redirected (u32 + mirred)
+//     to an IFB of the host (HostIFBName), whose root tbf shapes it;
+//   - ingress shaping: tbf as the root qdisc of the host end;
+//   - DSCP and metered rules: the host end's chain in the host's shared
+//     `bridge netclass_qos` table (plugins/kernel/nft), at bridge prerouting.
+//
+// The pod's egress thus meets the shaper first, then marking and metering,
+// then the bridge: the IFB hands the shaped packet back past the host end's
+// netfilter ingress hook, so a hook there would never see it, while the
+// bridge's prerouting hook does (and marking there is what the receiver and
+// a VXLAN encapsulation carry). OVN-Kubernetes orders a port's egress the
+// same way (its policing before its QoS meters). Nothing lives in the pod's
+// namespace: a pod with CAP_NET_ADMIN cannot remove any of it.
+//
+// Any other interface (macvlan, ipvlan, VLAN, VF, a veth whose host end is
+// routed or in another kind of switch) has no port on the host, and its
+// QoS lives in the pod's namespace, within reach of a pod with
+// CAP_NET_ADMIN:
 //
 //   - egress shaping: tbf as the root qdisc of the pod's interface;
-//   - ingress shaping: tbf on the host end of the pod's veth when there is
-//     one (no extra device), otherwise the pod interface's ingress is
-//     redirected to an IFB in the pod's namespace and shaped there
-//     (macvlan, vlan, VF...);
-//   - DSCP and metered rules: one nftables table per interface in the pod's
-//     namespace, hooked at postrouting.
+//   - ingress shaping: tbf on the veth's host end when there is one,
+//     otherwise the interface's ingress is redirected to an IFB in the
+//     pod's namespace (IFBName) and shaped there;
+//   - DSCP and metered rules: a `netdev` table in the pod's namespace
+//     hooked at the interface's egress (Linux 5.16+), before its qdisc.
 //
-// Everything lives in the pod's namespace except the host-veth tbf, so it
-// disappears with the pod even if DEL never comes.
+// Without the hook the plan needs, Apply fails with an *nft.FeatureError
+// naming it: never a meter at the IP output path, whose drops reach the
+// sender as EPERM.
 package qos
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
 
+	"github.com/vishvananda/netlink"
+
 	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
-	"github.com/netclass-dev/netclass/plugins/kernel/netns"
-	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
 )
 
@@ -43,6 +71,16 @@ func IFBName(ifname string) string {
 	return fmt.Sprintf("ncifb%08x", h.Sum32())
 }
 
+// HostIFBName is the IFB on the host that shapes what the pod sends
+// through the host end hostIf: derived from the host end's name (unique on
+// the host, recorded with the attachment) so DEL, CHECK and GC find it when
+// the host end or the pod is gone. "ncq" + 12 hex digits never collides
+// with netclass's veth names ("nc" + 11 hex digits).
+func HostIFBName(hostIf string) string {
+	sum := sha256.Sum256([]byte(hostIf))
+	return "ncq" + hex.EncodeToString(sum[:])[:12]
+}
+
 // Apply sets the plan up. On failure it removes what it made and returns
 // the error: nothing is left half-configured.
 func Apply(a Attachment, plan *cfg.Plan) error {
@@ -56,120 +94,47 @@ func Apply(a Attachment, plan *cfg.Plan) error {
 }
 
 func apply(a Attachment, plan *cfg.Plan) error {
-	pod, err := netns.Open(a.PodNS)
+	host, port, err := hostPort(a)
 	if err != nil {
 		return err
 	}
-	defer pod.Close()
-	err = netns.Do(a.PodNS, func() error {
-		l, err := link.ByName(a.IfName)
-		if err != nil {
-			return err
-		}
-		if plan.Egress != nil {
-			if err := tc.SetRootTBF(l.Attrs().Index, tbf(plan.Egress)); err != nil {
-				return err
-			}
-		}
-		if plan.Ingress != nil && a.HostIf == "" {
-			ifb, err := link.CreateIFB(IFBName(a.IfName), l.Attrs().MTU, "netclass ingress of "+a.IfName)
-			if err != nil {
-				return err
-			}
-			if err := tc.SetRootTBF(ifb.Attrs().Index, tbf(plan.Ingress)); err != nil {
-				return err
-			}
-			return tc.RedirectIngress(l.Attrs().Index, ifb.Attrs().Index)
-		}
-		return nil
-	})
+	if port {
+		return applyHost(a, host, plan)
+	}
+	return applyPod(a, host, plan)
+}
+
+// hostPort returns the host end (nil without one) and whether the
+// attachment's QoS goes there: whether it is a port of a Linux bridge.
+func hostPort(a Attachment) (netlink.Link, bool, error) {
+	if a.HostIf == "" {
+		return nil, false, nil
+	}
+	host, err := link.ByName(a.HostIf)
 	if err != nil {
-		return fmt.Errorf("shape %q: %w", a.IfName, err)
+		return nil, false, err
 	}
-	if plan.Ingress != nil && a.HostIf != "" {
-		host, err := link.ByName(a.HostIf)
-		if err != nil {
-			return err
-		}
-		if err := tc.SetRootTBF(host.Attrs().Index, tbf(plan.Ingress)); err != nil {
-			return fmt.Errorf("shape ingress of %q on %q: %w", a.IfName, a.HostIf, err)
-		}
-	}
-	if plan.NeedsRules() {
-		c, err := nft.Open(int(pod.Fd()))
-		if err != nil {
-			return err
-		}
-		if err := nft.ApplyQoS(c, a.IfName, plan); err != nil {
-			return fmt.Errorf("mark and meter %q: %w", a.IfName, err)
-		}
-	}
-	return nil
+	port, err := link.IsBridgePort(host)
+	return host, port, err
 }
 
 func tbf(s *cfg.Shaper) tc.TBF { return tc.TBF{RateBytes: s.RateBytes, BurstBytes: s.BurstBytes} }
 
-// RemoveRules deletes what would outlive the pod's interface: the nftables
-// table and the IFB. Callers about to delete the interface use it instead of
-// Remove, since the interface's qdiscs (and its veth peer's) go with it.
+// RemoveRules deletes what would outlive the pod's interface: the rules
+// (on the host and in the pod) and the IFBs. Callers about to delete the
+// interface use it instead of Remove, since the interface's qdiscs (and its
+// veth peer's) go with it. The deletions run at once: each waits for the
+// kernel (an RCU grace period), and the waits then overlap.
 func RemoveRules(a Attachment) error {
-	pod, err := netns.Open(a.PodNS)
-	if errors.Is(err, netns.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer pod.Close()
-	c, err := nft.Open(int(pod.Fd()))
-	if err != nil {
-		return err
-	}
-	return errors.Join(nft.DeleteQoS(c, a.IfName), netns.Do(a.PodNS, func() error { return link.Delete(IFBName(a.IfName)) }))
-}
-
-// Remove deletes everything Apply may have made; what is already gone
-// (including the whole namespace) is success.
-func Remove(a Attachment) error {
-	var errs []error
+	steps := []func() error{func() error { return removePodRules(a) }}
 	if a.HostIf != "" {
-		errs = append(errs, removeHostShaping(a.HostIf))
+		steps = append(steps, func() error { return removePortRules(a.HostIf) }, func() error { return removeHostIFB(a.HostIf) })
 	}
-	pod, err := netns.Open(a.PodNS)
-	if errors.Is(err, netns.ErrNotFound) {
-		return errors.Join(errs...)
-	}
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	defer pod.Close()
-	if c, err := nft.Open(int(pod.Fd())); err != nil {
-		errs = append(errs, err)
-	} else {
-		errs = append(errs, nft.DeleteQoS(c, a.IfName))
-	}
-	errs = append(errs, netns.Do(a.PodNS, func() error {
-		errs := []error{link.Delete(IFBName(a.IfName))}
-		l, err := link.ByName(a.IfName)
-		if link.IsNotFound(err) {
-			return errors.Join(errs...)
-		}
-		if err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		errs = append(errs, tc.DeleteRoot(l.Attrs().Index), tc.DeleteIngress(l.Attrs().Index))
-		return errors.Join(errs...)
-	}))
-	return errors.Join(errs...)
+	return attach.Parallel(steps...)
 }
 
-func removeHostShaping(hostIf string) error {
-	host, err := link.ByName(hostIf)
-	if link.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return tc.DeleteRoot(host.Attrs().Index)
+// Remove deletes everything Apply may have made, wherever it lives; what
+// is already gone (the host end, the whole namespace) is success.
+func Remove(a Attachment) error {
+	return errors.Join(RemoveRules(a), removeHostShaping(a.HostIf), removePodShaping(a))
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/qos"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -96,11 +98,48 @@ func TestAfterUpstreamBridge(t *testing.T) {
 	ra := addList(t, h, cni, marked, a)
 	rb := addList(t, h, cni, plain, b)
 	exerciseQoS(t, a, b, ipOf(t, ra), ipOf(t, rb))
-	// A veth: ingress is shaped on the host end, no IFB in the pod.
+	// A veth in a bridge: everything is on the host end, nothing in the pod.
+	hostIf := hostEnd(t, ra)
 	if a.NS.HasLink(t, qos.IFBName("net1")) {
-		t.Error("an IFB was created for a veth attachment")
+		t.Error("an IFB was created in the pod for a veth attachment")
 	}
-	lifecycle(t, h, cni, marked, a)
+	if out := podQoSState(t, a); out != "" {
+		t.Errorf("QoS state in the pod of a bridged veth:\n%s", out)
+	}
+	if !h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+		t.Errorf("no egress IFB %s on the host", qos.HostIFBName(hostIf))
+	}
+	lifecycle(t, h, cni, marked, a, []string{"ip", "netns", "exec", h.NS.Name, "nft", "flush", "chain", "bridge", nft.PortQoSTable, nft.PortChain(hostIf)})
+	if h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+		t.Error("DEL left the host's egress IFB")
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
+		t.Errorf("DEL left the port's rules:\n%s", out)
+	}
+}
+
+// hostEnd is the host-side interface of an upstream bridge result.
+func hostEnd(t *testing.T, r *current.Result) string {
+	t.Helper()
+	for _, i := range r.Interfaces {
+		if i.Sandbox == "" && strings.HasPrefix(i.Name, "veth") {
+			return i.Name
+		}
+	}
+	t.Fatalf("no host veth in %v", r.Interfaces)
+	return ""
+}
+
+// podQoSState lists the nftables tables and the qdiscs other than the
+// defaults the pod's namespace holds.
+func podQoSState(t *testing.T, p *cnitest.Pod) string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", p.NS.Name, "sh", "-c",
+		"nft list tables; tc qdisc show | grep -v -e 'qdisc noqueue' -e 'qdisc noop' || true").CombinedOutput()
+	if err != nil {
+		t.Fatalf("list the pod's QoS state: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func TestAfterUpstreamMacvlan(t *testing.T) {
@@ -120,7 +159,7 @@ func TestAfterUpstreamMacvlan(t *testing.T) {
 	if !a.NS.HasLink(t, qos.IFBName("net1")) {
 		t.Error("a macvlan attachment's ingress needs an IFB in the pod")
 	}
-	lifecycle(t, h, cni, marked, a)
+	lifecycle(t, h, cni, marked, a, []string{"ip", "netns", "exec", a.NS.Name, "nft", "flush", "chain", "netdev", nft.PodQoSTable("net1"), "egress"})
 	if a.NS.HasLink(t, qos.IFBName("net1")) {
 		t.Error("DEL left the IFB")
 	}
@@ -154,10 +193,17 @@ func exerciseQoS(t *testing.T, a, b *cnitest.Pod, aIP, bIP netip.Addr) {
 		}
 	}
 	sniff.Close()
-	out, err := traffic.TCPRate(a.NS, b.NS, bIP, 7001, 2*time.Second)
+	// A veth's egress is shaped on its host end, which drops what
+	// overflows the shaper's queue as a network would: measured after
+	// TCP's first second.
+	res, err := traffic.IPerf3{Client: a.NS, Server: b.NS, Addr: bIP, Port: 7001, Duration: 2 * time.Second, Omit: time.Second}.Run()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if res.Error != "" {
+		t.Fatalf("egress: %s", res.Error)
+	}
+	out := res.ReceivedBps
 	in, err := traffic.TCPRate(b.NS, a.NS, aIP, 7002, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -171,12 +217,12 @@ func exerciseQoS(t *testing.T, a, b *cnitest.Pod, aIP, bIP netip.Addr) {
 	}
 }
 
-// lifecycle: CHECK passes, fails once a rule is gone, DEL twice succeeds and
-// removes the pod-side table.
-func lifecycle(t *testing.T, h *cnitest.Host, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, p *cnitest.Pod) {
+// lifecycle: CHECK passes, fails once tamper (a command) removed rules,
+// DEL twice succeeds and leaves no table in the pod.
+func lifecycle(t *testing.T, h *cnitest.Host, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, p *cnitest.Pod, tamper []string) {
 	t.Helper()
 	h.Do(t, func(ctx context.Context) error { return cni.CheckNetworkList(ctx, list, rt(p, "net1")) })
-	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "flush", "chain", "inet", "netclass_net1", "egress")
+	run(t, tamper[0], tamper[1:]...)
 	h.NS.Do(t, func() error {
 		if err := cni.CheckNetworkList(context.Background(), list, rt(p, "net1")); err == nil {
 			return fmt.Errorf("CHECK passed with the rules flushed")
@@ -228,5 +274,34 @@ func run(t *testing.T, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// After the upstream bridge, the QoS is on the host end of the veth. When
+// the pod's namespace (and with it the veth) is gone before any DEL, GC
+// still removes the host-side state by the recorded host end's name.
+func TestGCAfterThePodWentAway(t *testing.T) {
+	h := cnitest.NewHost(t)
+	cni := h.CNI(t)
+	list := chain(t, "up", map[string]any{"type": "bridge", "bridge": "up1", "ipam": ipam(t, "10.34.0.0/24")}, true)
+	gone, keep := cnitest.NewPod(t), cnitest.NewPod(t)
+	hostIf := hostEnd(t, addList(t, h, cni, list, gone))
+	keepIf := hostEnd(t, addList(t, h, cni, list, keep))
+	if !h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+		t.Fatalf("no egress IFB for %s", hostIf)
+	}
+	if err := gone.NS.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	h.Do(t, func(ctx context.Context) error {
+		return cni.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{keep.Attachment("net1")}})
+	})
+	if h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+		t.Error("GC left the egress IFB of an attachment whose pod is gone")
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
+		t.Errorf("GC left the rules of %s:\n%s", hostIf, out)
+	} else if !strings.Contains(string(out), keepIf) || !h.NS.HasLink(t, qos.HostIFBName(keepIf)) {
+		t.Errorf("GC removed the QoS of the attachment it had to keep:\n%s", out)
 	}
 }

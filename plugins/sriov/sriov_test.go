@@ -230,7 +230,7 @@ func TestCheckNoticesChanges(t *testing.T) {
 		}},
 		{"ingress ifb removed", false, func(t *testing.T, p *cnitest.Pod) { run(t, "ip", "-n", p.NS.Name, "link", "del", qos.IFBName("net1")) }},
 		{"dscp rules removed", false, func(t *testing.T, p *cnitest.Pod) {
-			run(t, "ip", "netns", "exec", p.NS.Name, "nft", "delete", "table", "inet", "netclass_net1")
+			run(t, "ip", "netns", "exec", p.NS.Name, "nft", "delete", "table", "netdev", "netclass_net1")
 		}},
 		{"offloaded egress shaped by a qdisc too", true, func(t *testing.T, p *cnitest.Pod) {
 			run(t, "ip", "netns", "exec", p.NS.Name, "tc", "qdisc", "add", "dev", "net1", "root", "tbf", "rate", "1mbit", "burst", "10kb", "latency", "25ms")

@@ -157,6 +157,70 @@ func TestQoSOnAVLANAttachment(t *testing.T) {
 	}
 }
 
+// A VLAN attachment has no host end: its marking and meters sit at the
+// interface's netdev egress hook in the pod. An application sending UDP at
+// three times a rule's rate sees no error on its socket and the receiver
+// across the switch gets the rule's rate; a TCP stream through another rule
+// converges near its rate without failing; the rules are where CHECK looks.
+func TestMetersOnAVLANAttachmentAreTransparent(t *testing.T) {
+	meterKbps := float64(traffic.Rate(5000))
+	h1, h2 := fabric(t)
+	rule := func(proto string, port int) map[string]any {
+		return map[string]any{"priority": 1, "dscp": 10,
+			"classifier": map[string]any{"ports": []any{map[string]any{"protocol": proto, "port": port}}},
+			"bandwidth":  map[string]any{"rate": meterKbps, "burst": meterKbps / 10}}
+	}
+	confA := conf(t, 100, "10.73.0.0/24", "10.73.0.10", "10.73.0.19", map[string]any{"qos": map[string]any{
+		"dscp": 46, "egress": []any{rule("UDP", 5201), rule("TCP", 5202)}}})
+	a, b := cnitest.NewPod(t), cnitest.NewPod(t)
+	ra := h1.Add(t, plugin, confA, a, "net1")
+	rb := h2.Add(t, plugin, conf(t, 100, "10.73.0.0/24", "10.73.0.20", "10.73.0.29", nil), b, "net1")
+	if err := traffic.Ping(a.NS, ip4(t, rb), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	udp, err := traffic.IPerf3{Client: a.NS, Server: b.NS, Addr: ip4(t, rb), Port: 5201,
+		UDPBps: 3 * meterKbps * 1000, Duration: 4 * time.Second, Omit: 2 * time.Second}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("UDP: sent %.2f Mbit/s, received %.2f Mbit/s (rule %.2f)", udp.SentBps/1e6, udp.ReceivedBps/1e6, meterKbps/1e3)
+	if udp.Error != "" {
+		t.Errorf("the UDP sender got an error: %s", udp.Error)
+	} else if udp.ReceivedBps < 0.85*meterKbps*1000 || udp.ReceivedBps > 1.15*meterKbps*1000 {
+		t.Errorf("UDP received %.2f Mbit/s, rule rate %.2f", udp.ReceivedBps/1e6, meterKbps/1e3)
+	}
+	tcp, err := traffic.IPerf3{Client: a.NS, Server: b.NS, Addr: ip4(t, rb), Port: 5202,
+		Duration: 5 * time.Second, Omit: 2 * time.Second}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("TCP: received %.2f Mbit/s (rule %.2f), %d retransmissions", tcp.ReceivedBps/1e6, meterKbps/1e3, tcp.Retransmits)
+	if tcp.Error != "" {
+		t.Errorf("the TCP stream failed: %s", tcp.Error)
+	} else if tcp.ReceivedBps < 0.8*meterKbps*1000 || tcp.ReceivedBps > 1.2*meterKbps*1000 {
+		t.Errorf("TCP received %.2f Mbit/s, rule rate %.2f", tcp.ReceivedBps/1e6, meterKbps/1e3)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", a.NS.Name, "nft", "list", "chain", "netdev", "netclass_net1", "egress").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), `hook egress device "net1"`) {
+		t.Errorf("no egress hook chain on net1 in the pod: %v\n%s", err, out)
+	}
+	if err := h1.Check(t, plugin, confA, ra, a, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	run(t, "ip", "netns", "exec", a.NS.Name, "nft", "flush", "chain", "netdev", "netclass_net1", "r0")
+	if err := h1.Check(t, plugin, confA, ra, a, "net1"); err == nil {
+		t.Error("CHECK passed with a rule's chain flushed")
+	}
+	for range 2 {
+		if err := h1.Del(plugin, confA, a, "net1"); err != nil {
+			t.Fatalf("DEL: %v", err)
+		}
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", a.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+		t.Errorf("DEL left nftables state in the pod: %s", out)
+	}
+}
+
 func TestLinkInContainer(t *testing.T) {
 	guest.Require(t, guest.VLAN)
 	h := cnitest.NewHost(t)

@@ -40,8 +40,9 @@ func cmdDel(args *skel.CmdArgs) error {
 func teardown(c *netconf.VXLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
+	a := qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() error { return qos.RemoveRules(a) },
 		func() error { return leave(c, p) },
 	)
 	if err != nil {

@@ -104,3 +104,17 @@ func EnsureAddr(l netlink.Link, addr *net.IPNet) error {
 	}
 	return nil
 }
+
+// IsBridgePort reports whether l is a port of a Linux bridge (its master is
+// a bridge, not a bond, an OVS datapath or a VRF).
+func IsBridgePort(l netlink.Link) (bool, error) {
+	if l.Attrs().MasterIndex == 0 {
+		return false, nil
+	}
+	m, err := ByIndex(l.Attrs().MasterIndex)
+	if err != nil {
+		return false, err
+	}
+	_, ok := m.(*netlink.Bridge)
+	return ok, nil
+}

@@ -32,3 +32,22 @@ func CreateIFB(name string, mtu int, alias string) (netlink.Link, error) {
 	}
 	return l, Up(l)
 }
+
+// DeleteIFB removes the named IFB. A link that is gone is success; one of
+// that name that is no IFB is not netclass's and stays.
+func DeleteIFB(name string) error {
+	l, err := netlink.LinkByName(name)
+	if IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find link %q: %w", name, err)
+	}
+	if _, ok := l.(*netlink.Ifb); !ok {
+		return nil
+	}
+	if err := netlink.LinkDel(l); err != nil && !IsNotFound(err) {
+		return fmt.Errorf("delete ifb %q: %w", name, err)
+	}
+	return nil
+}

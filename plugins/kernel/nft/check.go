@@ -8,16 +8,11 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
-
-	"github.com/netclass-dev/netclass/conf/qos"
 )
 
-// CheckQoS verifies the attachment's table holds exactly the rules and set
-// elements the plan renders: a removed, added or edited rule is an error.
-func CheckQoS(c *nftables.Conn, ifname string, plan *qos.Plan) error {
-	return verify(c, qosRuleset(ifname, plan))
-}
-
+// verify checks that the table exists and that every chain and set of want
+// holds exactly the rules and elements rendered: a removed, added or edited
+// rule is an error.
 func verify(c *nftables.Conn, want *ruleset) error {
 	ok, err := tableExists(c, want.table)
 	if err != nil {

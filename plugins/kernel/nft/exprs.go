@@ -18,14 +18,6 @@ func ifname(name string) []byte {
 	return b
 }
 
-// matchOifname: `oifname "name"`.
-func matchOifname(name string) []expr.Any {
-	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(name)},
-	}
-}
-
 // matchIifname: `iifname "name"`.
 func matchIifname(name string) []expr.Any {
 	return []expr.Any{
@@ -34,15 +26,39 @@ func matchIifname(name string) []expr.Any {
 	}
 }
 
-// matchNfproto: `meta nfproto ipv4|ipv6`.
-func matchNfproto(v6 bool) []expr.Any {
-	proto := byte(unix.NFPROTO_IPV4)
+// matchProtocol: `meta protocol ip|ip6`, the frame's ethertype. Unlike
+// `meta nfproto` it means the same in the netdev and bridge families.
+func matchProtocol(v6 bool) []expr.Any {
+	proto := uint16(unix.ETH_P_IP)
 	if v6 {
-		proto = unix.NFPROTO_IPV6
+		proto = unix.ETH_P_IPV6
 	}
 	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+		&expr.Meta{Key: expr.MetaKeyPROTOCOL, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, proto)},
+	}
+}
+
+// acceptNDP: `meta protocol ip6 meta l4proto ipv6-icmp icmpv6 type
+// 133-137 accept`: router and neighbour discovery (and redirects) are
+// neither marked nor metered, so a meter can never starve the neighbour
+// cache.
+func acceptNDP() []expr.Any {
+	return concat(matchProtocol(true), matchL4proto(unix.IPPROTO_ICMPV6), []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+		&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: []byte{ndpFirst}, ToData: []byte{ndpLast}},
+		verdict(expr.VerdictAccept),
+	})
+}
+
+// ICMPv6 types of router solicitation ... redirect (RFC 4861).
+const ndpFirst, ndpLast = 133, 137
+
+// dispatchByIifname: `iifname vmap @set`.
+func dispatchByIifname(set string, setID uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+		&expr.Lookup{SourceRegister: 1, IsDestRegSet: true, DestRegister: 0, SetName: set, SetID: setID},
 	}
 }
 

@@ -1,8 +1,31 @@
-// Package nft owns netclass's nftables state: the per-attachment QoS table
-// (DSCP marking and metered egress rules) in the pod's namespace, and the
-// MAC spoof-check table on the host. Rules are built as data (pure, tested
-// without a kernel), then sent in one atomic transaction through
-// google/nftables, in process: no nft binary is executed.
+// Package nft owns netclass's nftables state. Rules are built as data (pure,
+// tested without a kernel), then sent in one atomic transaction through
+// google/nftables, in process: no nft binary is executed. Three kinds of
+// state live here:
+//
+//   - a host port's QoS (port.go): DSCP marking and metered rules of an
+//     attachment whose pod interface is a veth with its host end in a Linux
+//     bridge. They live in one shared table of the host, `bridge
+//     netclass_qos`, at bridge prerouting: a verdict map keyed by the input
+//     interface sends each host end's frames to that port's chain, so a
+//     frame costs one map lookup however many ports the host has (a table
+//     per port would cost one base chain per port and frame). The pod has no
+//     access to the host's namespace, so it cannot remove them, and a frame
+//     dropped there has already left the pod's socket: the sender never sees
+//     an error, as behind a metering switch port.
+//     Why bridge prerouting and not the netdev ingress hook of the host end:
+//     the pod's egress shaping redirects the host end's ingress to an IFB
+//     (tc, which runs before netfilter's ingress hook), and the IFB hands the
+//     shaped packet back with tc_skip_classify set, which skips the host
+//     end's tc and netfilter ingress hooks alike (__netif_receive_skb_core);
+//     the bridge's own hooks still see it.
+//   - a pod interface's QoS (pod.go) when the attachment has no host end
+//     (macvlan, ipvlan, VLAN, VF...): a `netdev` table in the pod's
+//     namespace whose chain hooks the interface's egress (Linux 5.16+). A
+//     drop there ends in dev_queue_xmit with NET_XMIT_DROP, which UDP and
+//     TCP treat like a full queue (no error on the socket), unlike a drop
+//     at the IP postrouting hook, which returns EPERM to the sender.
+//   - the MAC spoof-check table on the host (spoofchk.go).
 package nft
 
 import (
@@ -35,10 +58,17 @@ func OpenCurrent() (*nftables.Conn, error) {
 
 // ruleset is the complete content of one table.
 type ruleset struct {
-	table  *nftables.Table
-	sets   []setWithElements
-	chains []*nftables.Chain
-	rules  map[string][][]expr.Any // chain name -> rules in order
+	table   *nftables.Table
+	sets    []setWithElements
+	chains  []*nftables.Chain
+	rules   map[string][][]expr.Any // chain name -> rules in order
+	lastSet uint32                  // the last set ID handed out in this transaction
+}
+
+// setID returns a set ID unique within the ruleset's transaction.
+func (rs *ruleset) setID() uint32 {
+	rs.lastSet++
+	return rs.lastSet
 }
 
 type setWithElements struct {
@@ -65,6 +95,17 @@ func install(c *nftables.Conn, rs *ruleset) error {
 }
 
 func send(c *nftables.Conn, rs *ruleset) error {
+	if err := queue(c, rs); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("install nftables table %q: %w", rs.table.Name, err)
+	}
+	return nil
+}
+
+// queue adds the ruleset's chains, sets and rules to the pending batch.
+func queue(c *nftables.Conn, rs *ruleset) error {
 	for _, ch := range rs.chains {
 		c.AddChain(ch)
 	}
@@ -77,9 +118,6 @@ func send(c *nftables.Conn, rs *ruleset) error {
 		for _, exprs := range rs.rules[ch.Name] {
 			c.AddRule(&nftables.Rule{Table: rs.table, Chain: ch, Exprs: exprs})
 		}
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("install nftables table %q: %w", rs.table.Name, err)
 	}
 	return nil
 }

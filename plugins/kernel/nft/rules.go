@@ -10,58 +10,31 @@ import (
 	"github.com/netclass-dev/netclass/conf/qos"
 )
 
-// QoSTable names the table holding an attachment's QoS rules in the pod's
-// namespace: one table per interface, so DEL and CHECK touch nothing else.
-func QoSTable(ifname string) string { return "netclass_" + ifname }
-
-const egressChain = "egress"
-
-// ApplyQoS installs (or replaces) the attachment's DSCP and meter rules.
-func ApplyQoS(c *nftables.Conn, ifname string, plan *qos.Plan) error {
-	return install(c, qosRuleset(ifname, plan))
-}
-
-// DeleteQoS removes the attachment's table; none is success.
-func DeleteQoS(c *nftables.Conn, ifname string) error {
-	return deleteTable(c, qosTable(ifname))
-}
-
-// HasQoS reports whether the attachment's table exists.
-func HasQoS(c *nftables.Conn, ifname string) (bool, error) {
-	return tableExists(c, qosTable(ifname))
-}
-
-func qosTable(ifname string) *nftables.Table {
-	return &nftables.Table{Name: QoSTable(ifname), Family: nftables.TableFamilyINet}
-}
-
-// qosRuleset renders the table:
+// renderPlan adds the rules of one attachment's plan to rs: into main, the
+// chain every packet the attachment sends traverses, and one chain per rule
+// named prefix+"r<N>" (with its address sets prefix+"r<N>_v4|_v6"):
 //
-//	chain egress { type filter hook postrouting priority mangle
-//	  oifname IF meta nfproto F [daddr @rN_F] [l4proto P [th dport D]] goto rN   (per rule, in precedence order)
-//	  oifname IF meta nfproto F <dscp set>                                        (attachment DSCP)
-//	}
-//	chain rN { <dscp set per family>; [limit rate over R burst B drop]; accept }
+//	main:
+//	  meta protocol ip6 meta l4proto ipv6-icmp icmpv6 type 133-137 accept  (NDP untouched)
+//	  meta protocol F [F daddr @<prefix>rN_F] [meta l4proto P [th dport D]] goto <prefix>rN
+//	                                              (per rule and family, in precedence order)
+//	  meta protocol F <dscp set>                   (the attachment's DSCP, per family)
+//	<prefix>rN: meta protocol F <dscp set> (per family); [limit rate over R burst B drop]; accept
 //
 // One chain per rule gives every rule one meter, shared by all its matches.
-func qosRuleset(ifname string, plan *qos.Plan) *ruleset {
-	t := qosTable(ifname)
-	base := &nftables.Chain{
-		Name: egressChain, Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityMangle,
-		Policy: policyAccept(),
-	}
-	rs := &ruleset{table: t, chains: []*nftables.Chain{base}, rules: map[string][][]expr.Any{}}
+// The family is the frame's ethertype (`meta protocol`), which the netdev
+// and bridge families see alike; ARP and every other non-IP frame match
+// nothing and pass untouched.
+func renderPlan(rs *ruleset, main *nftables.Chain, prefix string, plan *qos.Plan) {
+	rs.rules[main.Name] = append(rs.rules[main.Name], acceptNDP())
 	for _, r := range plan.Rules {
-		addRule(rs, base, ifname, r)
+		addRule(rs, main, prefix, r)
 	}
 	if plan.DSCP != nil {
 		for _, v6 := range []bool{false, true} {
-			rs.rules[egressChain] = append(rs.rules[egressChain],
-				concat(matchOifname(ifname), matchNfproto(v6), setDSCP(v6, *plan.DSCP)))
+			rs.rules[main.Name] = append(rs.rules[main.Name], concat(matchProtocol(v6), setDSCP(v6, *plan.DSCP)))
 		}
 	}
-	return rs
 }
 
 func policyAccept() *nftables.ChainPolicy {
@@ -69,13 +42,13 @@ func policyAccept() *nftables.ChainPolicy {
 	return &p
 }
 
-func addRule(rs *ruleset, base *nftables.Chain, ifname string, r qos.CompiledRule) {
-	name := fmt.Sprintf("r%d", r.Index)
+func addRule(rs *ruleset, main *nftables.Chain, prefix string, r qos.CompiledRule) {
+	name := fmt.Sprintf("%sr%d", prefix, r.Index)
 	rs.chains = append(rs.chains, &nftables.Chain{Name: name, Table: rs.table})
 	var action [][]expr.Any
 	if r.DSCP != nil {
 		for _, v6 := range []bool{false, true} {
-			action = append(action, concat(matchNfproto(v6), setDSCP(v6, *r.DSCP)))
+			action = append(action, concat(matchProtocol(v6), setDSCP(v6, *r.DSCP)))
 		}
 	}
 	if r.Meter != nil {
@@ -92,13 +65,13 @@ func addRule(rs *ruleset, base *nftables.Chain, ifname string, r qos.CompiledRul
 		if !fam.ok {
 			continue
 		}
-		head := concat(matchOifname(ifname), matchNfproto(fam.v6))
+		head := matchProtocol(fam.v6)
 		if fam.ranges != nil {
 			s := addrSet(rs, name, fam.v6, fam.ranges)
 			head = concat(head, matchDaddrInSet(fam.v6, s.Name, s.ID))
 		}
 		for _, ports := range portMatches(r.Ports) {
-			rs.rules[base.Name] = append(rs.rules[base.Name], concat(head, ports, []expr.Any{gotoChain(name)}))
+			rs.rules[main.Name] = append(rs.rules[main.Name], concat(head, ports, []expr.Any{gotoChain(name)}))
 		}
 	}
 }
@@ -124,7 +97,7 @@ func portMatches(ports []qos.PortMatch) [][]expr.Any {
 func addrSet(rs *ruleset, rule string, v6 bool, ranges []qos.Range) *nftables.Set {
 	s := &nftables.Set{
 		Table: rs.table, Name: rule + "_v4", KeyType: nftables.TypeIPAddr, Interval: true,
-		ID: uint32(len(rs.sets) + 1),
+		ID: rs.setID(),
 	}
 	if v6 {
 		s.Name, s.KeyType = rule+"_v6", nftables.TypeIP6Addr
