@@ -117,20 +117,32 @@ func TestVXLANNetworkAcrossNodes(t *testing.T) {
 	}
 	e.ClaimTemplate(t, ns, "red", class, ns, "red", nil)
 	e.ClaimTemplate(t, ns, "blue", class, ns, "blue", nil)
-	e.RunPods(t, harness.PodOn(n1.Name, ns, "r1", "red"), harness.PodOn(n2.Name, ns, "r2", "red"),
-		harness.PodOn(n1.Name, ns, "b1", "blue"), harness.PodOn(n2.Name, ns, "b2", "blue"))
+	// Both networks allocate from the same blocks of the same subnet: blue gets one pod more
+	// on node 2 (first), so one of its addresses is not any red pod's, and pinging it from red
+	// tells isolation from reaching a red pod of the same address.
+	e.RunPods(t, harness.PodOn(n1.Name, ns, "b1", "blue"), harness.PodOn(n2.Name, ns, "b2", "blue"), harness.PodOn(n2.Name, ns, "b3", "blue"))
+	e.RunPods(t, harness.PodOn(n1.Name, ns, "r1", "red"), harness.PodOn(n2.Name, ns, "r2", "red"))
 	addrs := map[string]string{}
-	for _, p := range []struct{ pod, tmpl string }{{"r1", "red"}, {"r2", "red"}, {"b1", "blue"}, {"b2", "blue"}} {
+	for _, p := range []struct{ pod, tmpl string }{{"r1", "red"}, {"r2", "red"}, {"b1", "blue"}, {"b2", "blue"}, {"b3", "blue"}} {
 		addrs[p.pod] = harness.Addr(t, e.Attached(t, ns, p.pod, p.tmpl, "net1"))
 	}
-	if addrs["r1"] == addrs["r2"] || addrs["b1"] == addrs["b2"] {
+	if addrs["r1"] == addrs["r2"] || addrs["b1"] == addrs["b2"] || addrs["b1"] == addrs["b3"] {
 		t.Fatalf("two nodes handed out the same address: %v", addrs)
 	}
 	e.Ping(t, ns, "r1", "net1", addrs["r2"])
 	e.Ping(t, ns, "r2", "net1", addrs["r1"])
-	e.Ping(t, ns, "b1", "net1", addrs["b2"]) // the other VNI works too: its isolation below means something
-	noPing(t, e, ns, "r1", "net1", addrs["b2"])
-	noPing(t, e, ns, "b2", "net1", addrs["r1"])
+	blueOnly := ""
+	for _, b := range []string{"b2", "b3"} {
+		if addrs[b] != addrs["r1"] && addrs[b] != addrs["r2"] {
+			blueOnly = b
+		}
+	}
+	if blueOnly == "" {
+		t.Fatalf("no blue address on node 2 that no red pod has: %v", addrs)
+	}
+	e.Ping(t, ns, "b1", "net1", addrs[blueOnly]) // reachable on its own VNI: the isolation below means something
+	noPing(t, e, ns, "r1", "net1", addrs[blueOnly])
+	noPing(t, e, ns, "r2", "net1", addrs[blueOnly])
 }
 
 // A netclass-vxlan PodNetwork without master, local or remotes joins pods on two nodes.
