@@ -162,7 +162,9 @@ func undeploy(t *testing.T, e *harness.Env, created []harness.Applied) {
 //     own address (the controller on the host network for that), as its
 //     notes say;
 //   - its containerd mounts pod network namespaces under its state
-//     directory, which netclass-dra's netns volume must show.
+//     directory, which netclass-dra's netns volume must show;
+//   - on one node's host network, two controller replicas would both bind
+//     the probe port: one replica runs.
 func testbedAdapter(apiServer string, n node) (func(*unstructured.Unstructured) error, error) {
 	u, err := url.Parse(apiServer)
 	if err != nil || u.Hostname() == "" || u.Port() == "" {
@@ -188,6 +190,9 @@ func testbedAdapter(apiServer string, n node) (func(*unstructured.Unstructured) 
 		}
 		if obj.GetKind() == "Deployment" {
 			spec.HostNetwork, spec.DNSPolicy = true, corev1.DNSClusterFirstWithHostNet
+			if err := unstructured.SetNestedField(obj.Object, int64(1), "spec", "replicas"); err != nil {
+				return err
+			}
 		}
 		if err := netnsAt(&spec, n.netnsDir); err != nil && obj.GetKind() == "DaemonSet" {
 			return err
