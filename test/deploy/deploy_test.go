@@ -39,11 +39,13 @@ func TestDeployedNetclassAttachesPods(t *testing.T) {
 	n := e.BridgeNet(t, "deploy", "net") // published by the DaemonSet's daemon
 	ns, pn := n.Namespace, n.PodNetwork
 	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue) // set by the Deployment's controller
+	before := mustScrape(t, draMetrics)
 	e.RunPods(t, harness.Pod(ns, "a", "net"), harness.Pod(ns, "b", "net"))
 	a, b := e.Attached(t, ns, "a", "net", "net1"), e.Attached(t, ns, "b", "net", "net1")
 	e.Ping(t, ns, "a", "net1", harness.Addr(t, b))
 	e.Ping(t, ns, "b", "net1", harness.Addr(t, a))
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
+	checkMetricsAfterTwoPods(t, before, pn) // metrics.go
 }
 
 // readyz checks that netclass-dra answers its readiness probe.
