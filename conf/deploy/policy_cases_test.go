@@ -335,3 +335,22 @@ func TestPolicyOnNetworks(t *testing.T) {
 		}
 	}
 }
+
+// Claims are updated by Kubernetes itself (finalizers, annotations): an
+// update that leaves the spec alone is never judged, even for a claim the
+// policy would refuse now, and the spec comparison of typed objects works.
+func TestPolicyOnClaimUpdates(t *testing.T) {
+	p := loadPolicy(t, "netclass-parameters")
+	old := claimWith(opaque("netclass.dev", `{`+head+`,"interfaceName":"eth0"}`))
+	updated := old.DeepCopy()
+	updated.Finalizers = []string{"resource.kubernetes.io/delete-protection"}
+	gvk := claimsGVR.GroupVersion().WithKind("ResourceClaim")
+	if refused, msg := p.review(t, admission.Update, claimsGVR, gvk, updated, old); refused {
+		t.Errorf("a finalizer on a claim refused: %s", msg)
+	}
+	changed := old.DeepCopy()
+	changed.Spec.Devices.Requests[0].Name = "other"
+	if refused, _ := p.review(t, admission.Update, claimsGVR, gvk, changed, old); !refused {
+		t.Error("a spec change of an invalid claim admitted")
+	}
+}
