@@ -21,6 +21,13 @@ TEST_CNI := $(CACHE)/test-cni
 
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(CACHE)/tools/staticcheck-$(STATICCHECK_VERSION)
+# Helm, built from the Go module proxy like staticcheck: the chart's lint and golden
+# check, and test/deploy's chart install (which finds it through NETCLASS_HELM).
+HELM_VERSION := v3.22.0
+HELM := $(CACHE)/tools/helm-$(HELM_VERSION)
+export NETCLASS_HELM := $(HELM)
+CHART := conf/helm/netclass
+CHART_GOLDEN := conf/helm/testdata
 
 # Packages whose tests run on this machine's kernel (every one; the VM suite
 # adds the stock-kernel ones).
@@ -30,7 +37,7 @@ TEST_TIMEOUT ?= 30m
 # plugin suite once more, on a distribution kernel.
 VM_PKGS := ./plugins/... ./conf/examples/... ./test/vm/...
 
-.PHONY: all build install uninstall deps test test-host test-testbed lint fuzz demo bench clean
+.PHONY: all build install uninstall deps test test-host test-testbed test-helm helm-golden lint fuzz demo bench clean
 all: build
 
 # Static binaries, like upstream's: a CNI plugin is exec'd per call, and a
@@ -61,7 +68,7 @@ $(TEST_CNI): build deps
 # Everything: unit and privileged netns tests with real traffic and the fuzz
 # seed corpora (go test runs them) on this kernel; generated files; the VM
 # suite on a stock distribution kernel; the Kubernetes test bed suite.
-test: test-host verify-generated test-vm test-testbed
+test: test-host verify-generated test-helm test-vm test-testbed
 
 # test/vm's own host-side tests boot the VM, hence vm-deps.
 test-host: $(TEST_CNI) vm-deps
@@ -78,7 +85,7 @@ TESTBED_TIMEOUT ?= 40m
 
 # Brings the test bed up (building it once, cached), installs the plugins
 # next to its primary CNI, runs the suite, and always puts the host back.
-test-testbed: build
+test-testbed: build $(HELM)
 	$(MAKE) testbed-up
 	$(MAKE) install
 	status=0; NETCLASS_KUBECONFIG=$(TESTBED_KUBECONFIG) $(GO) test -tags testbed -count=1 -p 1 \
@@ -99,6 +106,26 @@ $(STATICCHECK):
 	@mkdir -p $(dir $@)
 	GOBIN=$(CACHE)/tools/tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(CACHE)/tools/tmp/staticcheck $@ && rmdir $(CACHE)/tools/tmp
+
+$(HELM):
+	@mkdir -p $(dir $@)
+	GOBIN=$(CACHE)/tools/tmp-helm CGO_ENABLED=0 $(GO) install -trimpath -ldflags="-s -w" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(CACHE)/tools/tmp-helm/helm $@ && rmdir $(CACHE)/tools/tmp-helm
+
+# The chart: helm lint, and helm template equal to the golden files, for the default values
+# (which conf/helm/chart_test.go holds equal to conf/deploy) and for custom-values.yaml.
+test-helm: $(HELM)
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) -f $(CHART_GOLDEN)/custom-values.yaml
+	$(HELM) template netclass $(CHART) --namespace netclass-system | diff -u $(CHART_GOLDEN)/default.yaml -
+	$(HELM) template netclass $(CHART) --namespace netclass-system -f $(CHART_GOLDEN)/custom-values.yaml | \
+		diff -u $(CHART_GOLDEN)/custom.yaml -
+
+# After changing the chart (or conf/crd): the CRDs and the golden files, rewritten.
+helm-golden: $(HELM)
+	cp conf/crd/*.yaml $(CHART)/crds/
+	$(HELM) template netclass $(CHART) --namespace netclass-system > $(CHART_GOLDEN)/default.yaml
+	$(HELM) template netclass $(CHART) --namespace netclass-system -f $(CHART_GOLDEN)/custom-values.yaml > $(CHART_GOLDEN)/custom.yaml
 
 # Fuzz every parser for FUZZTIME each (the seed corpora already run in `make test`).
 FUZZTIME ?= 30s

@@ -25,7 +25,12 @@ func main() {
 	fs.IntVar(&opts.Workers, "workers", manager.DefaultWorkers, "workers per reconciler")
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server (client-go's default of 5 takes minutes over hundreds of networks)")
 	burst := fs.Int("kube-api-burst", 100, "burst of requests to the API server")
+	fs.StringVar(&opts.HealthAddress, "health-address", ":9812", "where /healthz and /readyz answer probes, host:port (empty: nowhere)")
+	fs.StringVar(&opts.MetricsAddress, "metrics-address", "", "where /metrics serves Prometheus metrics, host:port (default: the health address, next to /healthz; empty: nowhere)")
 	_ = fs.Parse(os.Args[1:])
+	if !isSet(fs, "metrics-address") {
+		opts.MetricsAddress = opts.HealthAddress
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -43,4 +48,11 @@ func main() {
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	klog.Flush()
+}
+
+// isSet reports whether the command line gave the flag.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

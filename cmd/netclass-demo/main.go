@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/netclass-dev/netclass/conf/demo"
-	rundemo "github.com/netclass-dev/netclass/test/demo"
+	"github.com/netclass-dev/netclass/demo/runner"
 )
 
 func main() {
@@ -42,5 +42,5 @@ func run(file, cniPath string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return (&rundemo.Runner{S: s, BinDir: cniPath, Out: os.Stdout}).Run(ctx)
+	return (&runner.Runner{S: s, BinDir: cniPath, Out: os.Stdout}).Run(ctx)
 }

@@ -33,7 +33,11 @@ func main() {
 	noShared := flag.Bool("no-shared-devices", false, "publish single-use device slots instead of one shared device per network")
 	health := flag.String("health-address", "127.0.0.1:9810", "where /healthz and /readyz answer probes (empty: nowhere)")
 	nodeDevices := flag.Bool("node-devices", true, "create, keep current and remove the node devices of the networks offered here (VXLAN device and bridge per VNI); off only for a daemon that does not own this host's devices")
+	metrics := flag.String("metrics-address", "", "where /metrics serves Prometheus metrics, host:port (default: the health address, next to /healthz; empty: nowhere)")
 	flag.Parse()
+	if !isSet("metrics-address") {
+		*metrics = *health
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -42,7 +46,8 @@ func main() {
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
 		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir,
 		Slots: *slots, NoSharedDevices: *noShared, HealthAddress: *health, NoNodeDevices: !*nodeDevices,
-		VFs: sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
+		MetricsAddress: *metrics,
+		VFs:            sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "netclass-dra failed")
 		klog.Flush()
@@ -78,6 +83,13 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	rc.QPS, rc.Burst = 100, 300
 	rc.UserAgent = "netclass-dra"
 	return rc, nil
+}
+
+// isSet reports whether the command line gave the flag.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func nodeNameOr(flagValue string) string {

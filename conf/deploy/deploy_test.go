@@ -27,7 +27,7 @@ import (
 )
 
 // decodeAll strictly decodes every document of the YAML files matching glob.
-func decodeAll(t *testing.T, glob string) []runtime.Object {
+func decodeAll(t testing.TB, glob string) []runtime.Object {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, ncscheme.AddToScheme} {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,7 @@ import (
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/clusternetwork"
+	"github.com/netclass-dev/netclass/controller/metrics"
 	"github.com/netclass-dev/netclass/controller/network"
 	"github.com/netclass-dev/netclass/controller/networkclass"
 	"github.com/netclass-dev/netclass/controller/networkqos"
@@ -60,6 +62,13 @@ type Options struct {
 	Workers int
 	// NetworkClassRecheck is how often NetworkClasses are checked against discovery again.
 	NetworkClassRecheck time.Duration
+	// HealthAddress is where /healthz and /readyz answer probes ("": nowhere).
+	HealthAddress string
+	// MetricsAddress is where /metrics serves Registry ("": nowhere; the
+	// health server when it is HealthAddress).
+	MetricsAddress string
+	// Registry holds the controller's metrics (nil: a registry of its own).
+	Registry *prometheus.Registry
 }
 
 func (o Options) withDefaults() Options {
@@ -98,11 +107,14 @@ func RestConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// clients are what every reconciler is built from.
+// clients are what every reconciler is built from, and what tells how the
+// run goes: the probes' state and the process's metrics.
 type clients struct {
 	kube     kubernetes.Interface
 	nc       ncclient.Interface
 	recorder record.EventRecorder
+	probes   *probes
+	metrics  *metrics.Manager
 }
 
 // Run runs the controller until ctx ends (nil) or leadership is lost (an error).
@@ -118,13 +130,29 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("netclass client: %w", err)
 	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := metrics.NewManager(reg)
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	cl := clients{kube: kube, nc: nc, probes: &probes{elect: opts.LeaderElect}, metrics: m}
+	stopServing, err := serve(ctx, endpoints(opts.HealthAddress, opts.MetricsAddress, cl.probes, reg))
+	if err != nil {
+		return err
+	}
+	defer stopServing()
 	recorder, stop, err := newRecorder(ctx, kube)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	cl := clients{kube: kube, nc: nc, recorder: recorder}
+	cl.recorder = recorder
+	ctx = metrics.WithRegisterer(ctx, reg) // the reconcilers' queues register there while they run
 	if !opts.LeaderElect {
+		m.SetLeader(true)
 		return runControllers(ctx, cl, opts)
 	}
 	return runElected(ctx, cl, opts)
@@ -155,7 +183,7 @@ func runElected(ctx context.Context, cl clients, opts Options) error {
 	var runErr error
 	lost := false
 	var mu sync.Mutex
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   15 * time.Second,
 		RenewDeadline:   10 * time.Second,
@@ -165,18 +193,25 @@ func runElected(ctx context.Context, cl clients, opts Options) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Became leader", "identity", opts.Identity)
+				cl.metrics.SetLeader(true)
 				err := runControllers(ctx, cl, opts)
 				mu.Lock()
 				runErr = err
 				mu.Unlock()
 			},
 			OnStoppedLeading: func() {
+				cl.metrics.SetLeader(false)
 				mu.Lock()
 				lost = ctx.Err() == nil
 				mu.Unlock()
 			},
 		},
 	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	cl.probes.setElector(le)
+	le.Run(ctx)
 	mu.Lock()
 	defer mu.Unlock()
 	if runErr != nil {
@@ -214,6 +249,7 @@ func runControllers(ctx context.Context, cl clients, opts Options) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
+	cl.probes.synced.Store(true)
 	logger.Info("Caches synced, starting reconcilers", "workers", opts.Workers)
 	var wg sync.WaitGroup
 	for _, r := range recs {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/controller/metrics"
 )
 
 // Result tells the worker what to do with a key reconciled without error.
@@ -32,6 +34,7 @@ type Queue struct {
 	name      string
 	queue     workqueue.TypedRateLimitingInterface[string]
 	reconcile ReconcileFunc
+	metrics   *metrics.Queue
 }
 
 // New returns a queue with client-go's default controller rate limiter (per-key exponential
@@ -42,8 +45,9 @@ func New(name string, reconcile ReconcileFunc) *Queue {
 
 // NewWithRateLimiter is New with a given rate limiter (tests use a fast one).
 func NewWithRateLimiter(name string, reconcile ReconcileFunc, rl workqueue.TypedRateLimiter[string]) *Queue {
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
-	return &Queue{name: name, queue: q, reconcile: reconcile}
+	m := metrics.NewQueue(name)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: m})
+	return &Queue{name: name, queue: q, reconcile: reconcile, metrics: m}
 }
 
 // Name is the queue's name, used in logs.
@@ -94,10 +98,18 @@ func MapHandler(keys func(obj any) []string, q *Queue) cache.ResourceEventHandle
 }
 
 // Run starts workers goroutines and blocks until ctx ends, then shuts the queue down and
-// waits for the workers to finish their current key.
+// waits for the workers to finish their current key. While it runs, the queue's metrics
+// are registered on the registry ctx carries (controller/metrics.WithRegisterer), if any.
 func (q *Queue) Run(ctx context.Context, workers int) {
 	logger := klog.FromContext(ctx).WithValues("controller", q.name)
 	ctx = klog.NewContext(ctx, logger)
+	if reg := metrics.Registerer(ctx); reg != nil {
+		if err := reg.Register(q.metrics); err != nil {
+			logger.Error(err, "Registering the queue's metrics failed")
+		} else {
+			defer reg.Unregister(q.metrics)
+		}
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -123,6 +135,7 @@ func (q *Queue) next(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 	start := time.Now()
 	res, err := q.reconcile(ctx, key)
+	q.metrics.ObserveReconcile(result(err), time.Since(start))
 	if apierrors.IsConflict(err) {
 		// The cache had not seen our own last write yet: routine, retried at once.
 		logger.V(2).Info("Conflict, will retry", "err", err)
@@ -140,6 +153,16 @@ func (q *Queue) next(ctx context.Context) bool {
 	}
 	logger.V(4).Info("Reconciled", "duration", time.Since(start), "requeueAfter", res.RequeueAfter)
 	return true
+}
+
+func result(err error) string {
+	switch {
+	case err == nil:
+		return metrics.Success
+	case apierrors.IsConflict(err):
+		return metrics.Conflict
+	}
+	return metrics.Error
 }
 
 // Len is the number of keys waiting (for tests and metrics).

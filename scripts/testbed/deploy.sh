@@ -5,6 +5,11 @@
 # adapt below), then wait until netclass-dra is Ready on every node and the controller runs.
 #   deploy.sh apply IMAGE_TAR           (make testbed-deploy builds the image first)
 #   deploy.sh delete [IMAGE]            remove it again (not the namespace, not the CRDs)
+# For an install by other means (the Helm chart):
+#   deploy.sh import IMAGE_TAR          the image into every node's containerd
+#   deploy.sh wait                      until netclass-dra is Ready on every node, the controller runs
+#   deploy.sh release [IMAGE]           after the workloads were deleted: wait until their pods are
+#                                       gone, remove the slices they left and the image
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +36,9 @@ ctr_on() {
 #   - it runs no kube-proxy, so the workloads reach the API server at its address on the
 #     underlay, reachable from every node (the controller on the host network for that);
 #   - its containerd mounts pod network namespaces under its state directory (on every node:
-#     nodes 2..N bind their own there), which netclass-dra's netns volume must show.
+#     nodes 2..N bind their own there), which netclass-dra's netns volume must show;
+#   - on a node's host network two controller replicas would bind the same probe and metrics
+#     ports: one replica runs (the Lease makes the second a stand-by only anyway).
 adapt() {
   local netns="$STATE_DIR/containerd/io.containerd.grpc.v1.cri/netns"
   jq -c --arg host "$NODE_IP" --arg port "$APISERVER_PORT" --arg netns "$netns" '
@@ -41,6 +48,7 @@ adapt() {
       .spec.template.spec.containers |= map(.env = apiserver)
     else . end
     | if .kind == "Deployment" then
+        .spec.replicas = 1 |
         .spec.template.spec.hostNetwork = true | .spec.template.spec.dnsPolicy = "ClusterFirstWithHostNet"
       else . end
     | if .kind == "DaemonSet" then
@@ -85,13 +93,17 @@ wait_rollout() {
   done
 }
 
-apply() {
-  local tar=${1:?usage: deploy.sh apply IMAGE_TAR} node
+import_image() {
+  local tar=${1:?usage: deploy.sh import IMAGE_TAR} node
   [[ -s $tar ]] || die "no image archive $tar (make image)"
   for node in $(nodes); do
     log "importing $tar into node $node"
     ctr_on "$node" images import --platform linux/amd64 "$tar" >/dev/null
   done
+}
+
+apply() {
+  import_image "$@"
   log "applying conf/crd/"
   local crds=() f
   for f in "$repo"/conf/crd/*.yaml; do crds+=(-f "$f"); done   # not its testdata/
@@ -104,10 +116,14 @@ apply() {
 }
 
 delete() {
-  local image=${1:-localhost/netclass/netclass:latest} node deadline=$((SECONDS + ROLLOUT_TIMEOUT))
   log "deleting conf/deploy/'s objects (the namespace stays: other tests keep Leases there)"
   manifests | jq -c 'select(.kind != "Namespace")' |
     "${KUBECTL[@]}" delete --ignore-not-found --wait=true -f - >/dev/null
+  release "$@"
+}
+
+release() {
+  local image=${1:-localhost/netclass/netclass:latest} node deadline=$((SECONDS + ROLLOUT_TIMEOUT))
   until [[ -z $("${KUBECTL[@]}" -n "$NAMESPACE" get pods -l app.kubernetes.io/part-of=netclass -o name) ]]; do
     ((SECONDS < deadline)) || die "netclass's pods did not go in ${ROLLOUT_TIMEOUT}s"
     sleep 0.5
@@ -125,7 +141,10 @@ main() {
   case ${1:-} in
     apply) apply "${@:2}" ;;
     delete) delete "${@:2}" ;;
-    *) die "usage: deploy.sh apply IMAGE_TAR | delete [IMAGE]" ;;
+    import) import_image "${@:2}" ;;
+    wait) wait_rollout ;;
+    release) release "${@:2}" ;;
+    *) die "usage: deploy.sh apply IMAGE_TAR | delete [IMAGE] | import IMAGE_TAR | wait | release [IMAGE]" ;;
   esac
 }
 

@@ -39,12 +39,22 @@ var reservedIfNames = map[string]bool{"lo": true, "eth0": true}
 var configKeys = map[string]bool{"apiVersion": true, "kind": true, "interfaceName": true, "mac": true, "ips": true, "qos": true}
 
 // ParseConfig decodes an AttachmentConfig strictly (unknown fields, keys in
-// another case and duplicate keys are errors: Go's JSON decoder would match
-// "InterfaceName" or "interfacename" and keep the last of two) and validates
-// it, reporting every problem at once.
+// another case and duplicate keys are errors, at every level of the qos
+// block too: Go's JSON decoder would match "InterfaceName" or "interfacename"
+// and keep the last of two) and validates it, reporting every problem at
+// once. conf/deploy's admission policy refuses exactly what it refuses
+// (duplicate keys aside, which the API server's decoded objects cannot show).
 func ParseConfig(raw []byte) (*Config, error) {
 	if err := exactKeys(raw); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", ConfigKind, err)
+	}
+	var top struct {
+		QoS json.RawMessage `json:"qos"`
+	}
+	if json.Unmarshal(raw, &top) == nil && len(top.QoS) > 0 {
+		if err := exactQoSKeys(top.QoS); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", ConfigKind, err)
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -109,6 +119,7 @@ func (c *Config) Validate() error {
 	errs.Append(validateIPs(c.IPs)...)
 	if c.QoS != nil {
 		errs.Append(c.QoS.Validate("qos"))
+		errs.Append(mappedCIDRs(c.QoS)...)
 	}
 	return errs.Err()
 }
@@ -136,6 +147,10 @@ func validateIPs(ips []string) []error {
 			continue
 		}
 		a := pfx.Addr()
+		if a.Is4In6() {
+			errs = append(errs, field.Invalid(p, "%s is an IPv4-mapped IPv6 address: write the IPv4 address", a))
+			continue
+		}
 		if !a.IsGlobalUnicast() {
 			errs = append(errs, field.Invalid(p, "%s is not a unicast address", a))
 		}

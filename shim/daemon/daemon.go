@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -33,6 +34,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
+	"github.com/netclass-dev/netclass/shim/metrics"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
 	"github.com/netclass-dev/netclass/shim/nodenetwork"
@@ -69,6 +71,11 @@ type Config struct {
 	// NoNodeDevices leaves the node's devices alone (nodedevices): for a
 	// daemon that does not own the host it runs on, as a test's second one.
 	NoNodeDevices bool
+	// MetricsAddress is where /metrics serves Registry ("": nowhere; the
+	// health server when it is HealthAddress).
+	MetricsAddress string
+	// Registry holds the daemon's metrics (nil: a registry of its own).
+	Registry *prometheus.Registry
 }
 
 // Daemon is a configured netclass-dra.
@@ -92,6 +99,8 @@ type Daemon struct {
 	prepare         *prepare.Plugin
 	nodeNets        *nodenetwork.Reporter
 	events          record.EventBroadcaster
+	metrics         *metrics.DRA
+	registry        *prometheus.Registry
 	// registered is closed once the kubelet registered the plugin and NRI connected.
 	registered chan struct{}
 	nriUp      chan struct{}
@@ -119,6 +128,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{cfg: cfg, kube: kube, nc: nc, store: store, registered: make(chan struct{}), nriUp: make(chan struct{}),
 		nodeNetsChanged: make(chan struct{}, 1)}
+	if err := d.newMetrics(len(problems)); err != nil {
+		return nil, err
+	}
 	if err := d.informers(ctx); err != nil {
 		return nil, err
 	}
@@ -128,6 +140,25 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 			len(problems), filepath.Join(cfg.StateDir, "claims"))
 	}
 	return d, nil
+}
+
+// newMetrics registers the daemon's metrics, and the checkpoint's, on the
+// configured registry.
+func (d *Daemon) newMetrics(setAside int) error {
+	d.registry = d.cfg.Registry
+	if d.registry == nil {
+		d.registry = prometheus.NewRegistry()
+	}
+	m, err := metrics.NewDRA(d.registry)
+	if err == nil {
+		err = d.registry.Register(metrics.NewCheckpoint(d.store))
+	}
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	m.SetAside(setAside)
+	d.metrics = m
+	return nil
 }
 
 func (c *Config) validate() error {
@@ -204,10 +235,11 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 func (d *Daemon) plugins(ctx context.Context) {
 	d.events = record.NewBroadcaster(record.WithContext(ctx))
 	recorder := d.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netclass-dra", Host: d.cfg.NodeName})
-	reporter := &status.Reporter{Status: &status.Writer{Client: d.kube}, Events: recorder}
-	runner := cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache"))
+	reporter := &status.Reporter{Status: d.metrics.StatusWriter(&status.Writer{Client: d.kube}), Events: recorder}
+	runner := d.metrics.CNI(cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache")))
 	d.runtime = runtime.NewPlugin(ctx, d.store, runner, reporter)
 	d.runtime.Observer = d.cfg.Observer
+	d.runtime.Hooks = d.metrics
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.prepare = &prepare.Plugin{
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
@@ -225,11 +257,12 @@ func (d *Daemon) plugins(ctx context.Context) {
 // Run serves until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	hl, err := listenHealth(d.cfg.HealthAddress)
+	eps := endpoints(d.cfg.HealthAddress, d.cfg.MetricsAddress, d.registered, d.runtime.Responsive, d.registry)
+	listeners, err := listen(eps)
 	if err != nil {
 		return err
 	}
-	defer d.startHealth(ctx, hl)()
+	defer serve(ctx, eps, listeners)()
 	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
 	defer d.events.Shutdown()
 	d.factory.Start(ctx.Done())
@@ -262,7 +295,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	spawn := func(f func()) {
 		go func() { defer func() { done <- struct{}{} }(); f() }()
 	}
-	spawn(func() { d.publisher.Run(ctx, helper) })
+	spawn(func() { d.publisher.Run(ctx, d.metrics.Sink(helper)) })
 	spawn(func() { runtime.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
 	spawn(func() { d.reportNodeNetworks(ctx) })
 	spawn(func() {
@@ -288,7 +321,7 @@ func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper,
 			return nil, fmt.Errorf("create kubelet plugin directory: %w", err)
 		}
 	}
-	helper, err := kubeletplugin.Start(ctx, d.prepare,
+	helper, err := kubeletplugin.Start(ctx, d.metrics.DRAPlugin(d.prepare),
 		kubeletplugin.DriverName(attachment.DriverName),
 		kubeletplugin.KubeClient(d.kube),
 		kubeletplugin.NodeName(d.cfg.NodeName),

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 )
 
@@ -23,6 +26,11 @@ const livenessWait = 5 * time.Second
 // daemon to serve before it moves on.
 func healthHandler(ready <-chan struct{}, live func(context.Context) error) http.Handler {
 	mux := http.NewServeMux()
+	addProbes(mux, ready, live)
+	return mux
+}
+
+func addProbes(mux *http.ServeMux, ready <-chan struct{}, live func(context.Context) error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), livenessWait)
 		defer cancel()
@@ -40,40 +48,77 @@ func healthHandler(ready <-chan struct{}, live func(context.Context) error) http
 			http.Error(w, "not registered with the kubelet and connected to NRI yet", http.StatusServiceUnavailable)
 		}
 	})
-	return mux
 }
 
-// listenHealth binds the probe address ("" disables the endpoint), so that a
-// busy port fails the start rather than the first probe.
-func listenHealth(addr string) (net.Listener, error) {
-	if addr == "" {
-		return nil, nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen for health probes on %s: %w", addr, err)
-	}
-	return l, nil
+// endpoint is one HTTP server of the daemon: its address, what it serves
+// (for messages) and its handler.
+type endpoint struct {
+	addr, what string
+	mux        *http.ServeMux
 }
 
-// startHealth serves the probes on l (nil: none) until the returned stop is
-// called, which waits for the server to end.
-func (d *Daemon) startHealth(ctx context.Context, l net.Listener) (stop func()) {
-	if l == nil {
-		return func() {}
-	}
-	srv := &http.Server{Handler: healthHandler(d.registered, d.runtime.Responsive), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Serving health probes failed", "address", l.Addr().String())
+// endpoints are the daemon's HTTP servers: the probes on health, /metrics
+// of gatherer on metrics, one server when the addresses are equal ("" is
+// nowhere).
+func endpoints(health, metrics string, ready <-chan struct{}, live func(context.Context) error, gatherer prometheus.Gatherer) []*endpoint {
+	var out []*endpoint
+	at := func(addr, what string) *endpoint {
+		for _, e := range out {
+			if e.addr == addr {
+				e.what += " and " + what
+				return e
+			}
 		}
-	}()
+		e := &endpoint{addr: addr, what: what, mux: http.NewServeMux()}
+		out = append(out, e)
+		return e
+	}
+	if health != "" {
+		addProbes(at(health, "health probes").mux, ready, live)
+	}
+	if metrics != "" {
+		at(metrics, "metrics").mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	}
+	return out
+}
+
+// listen binds every endpoint's address, so that a busy port fails the
+// start rather than the first probe or scrape.
+func listen(eps []*endpoint) ([]net.Listener, error) {
+	var out []net.Listener
+	for _, e := range eps {
+		l, err := net.Listen("tcp", e.addr)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, fmt.Errorf("listen for %s on %s: %w", e.what, e.addr, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// serve serves each endpoint on its listener until the returned stop is
+// called, which waits for the servers to end.
+func serve(ctx context.Context, eps []*endpoint, ls []net.Listener) (stop func()) {
+	var wg sync.WaitGroup
+	servers := make([]*http.Server, len(eps))
+	for i, e := range eps {
+		srv := &http.Server{Handler: e.mux, ReadHeaderTimeout: 5 * time.Second}
+		servers[i] = srv
+		wg.Go(func() {
+			if err := srv.Serve(ls[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.FromContext(ctx).Error(err, "Serving failed", "what", e.what, "address", e.addr)
+			}
+		})
+	}
 	return func() {
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
-		<-done
+		for _, srv := range servers {
+			_ = srv.Shutdown(shutdown)
+		}
+		wg.Wait()
 	}
 }

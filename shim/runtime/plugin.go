@@ -72,6 +72,8 @@ type Plugin struct {
 	// RetryBase is the first wait before a failed DEL of a stopped sandbox
 	// is retried (default 1 s); the wait doubles up to a minute.
 	RetryBase time.Duration
+	// Hooks, when set, is told about every NRI hook answered (metrics).
+	Hooks HookObserver
 
 	// sem serialises sandbox handling, Unprepare and reconciliation; it is
 	// taken with the caller's deadline, so a long reconciliation makes a
@@ -147,10 +149,10 @@ func (p *Plugin) margin() time.Duration {
 	return 250 * time.Millisecond
 }
 
-// RunPodSandbox attaches the pod to its networks within NRI's budget. On any
+// runPodSandbox attaches the pod to its networks within NRI's budget. On any
 // failure it rolls back the attachments of this sandbox and returns an error,
 // so the runtime fails the sandbox and the kubelet retries with a new one.
-func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	start := time.Now()
 	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
@@ -316,20 +318,11 @@ func (p *Plugin) writeStatus(ctx context.Context, uid types.UID, failures map[st
 	}
 }
 
-// StopPodSandbox detaches the sandbox's attachments.
-func (p *Plugin) StopPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
-	return p.detachSandbox(ctx, pod)
-}
-
-// RemovePodSandbox detaches whatever Stop left (usually nothing).
-func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
-	return p.detachSandbox(ctx, pod)
-}
-
 // detachSandbox deletes a stopped sandbox's attachments within NRI's budget.
-// A failure is not returned (the runtime would only log it): the DEL is
-// retried in the background with backoff until it succeeds, the claim is
-// unprepared or the daemon stops.
+// A failure is retried in the background with backoff until it succeeds, the
+// claim is unprepared or the daemon stops; it is returned for the hook's
+// outcome only (StopPodSandbox and RemovePodSandbox answer the runtime nil:
+// it would only log it).
 func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
@@ -340,6 +333,7 @@ func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
 		klog.FromContext(p.logCtx).Error(err, "Detaching a stopped sandbox failed; retrying in the background",
 			"pod", klog.KRef(pod.GetNamespace(), pod.GetName()))
 		p.retryDetach(pod)
+		return err
 	}
 	return nil
 }

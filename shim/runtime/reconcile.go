@@ -15,9 +15,9 @@ import (
 	"github.com/netclass-dev/netclass/shim/cni"
 )
 
-// Synchronize starts reconciling the checkpoint with the sandboxes the
+// synchronize starts reconciling the checkpoint with the sandboxes the
 // runtime has; it returns at once (the work can outlast NRI's budget).
-func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
+func (p *Plugin) synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
 	epoch := p.epochs.snapshot() // the list is as of now, not of when the work runs
 	p.wg.Add(1)
 	go func() {

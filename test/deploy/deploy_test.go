@@ -41,6 +41,7 @@ func TestDeployedNetclassAttachesPods(t *testing.T) {
 	net := e.BridgeNet(t, "deploy", "net") // published by the DaemonSet's daemon of every node
 	ns, pn := net.Namespace, net.PodNetwork
 	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue) // set by the Deployment's controller
+	before := mustScrape(t, e.Nodes[0], draMetrics)
 	for i, n := range e.Nodes {
 		pa, pb := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
 		e.RunPods(t, harness.PodOn(n.Name, ns, pa, "net"), harness.PodOn(n.Name, ns, pb, "net"))
@@ -52,6 +53,7 @@ func TestDeployedNetclassAttachesPods(t *testing.T) {
 		e.Ping(t, ns, pb, "net1", harness.Addr(t, a))
 	}
 	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
+	checkMetricsAfterTwoPods(t, e, e.Nodes[0], before, pn) // node 1 ran two of the pods (metrics.go)
 }
 
 // readyz checks that netclass-dra answers its readiness probe on a node.

@@ -8,13 +8,11 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-
-	"github.com/netclass-dev/netclass/test/nstest"
 )
 
 // TCPRate streams from client to server:port for d and returns the rate the
 // server received, in bits per second.
-func TCPRate(client, server *nstest.NS, addr netip.Addr, port uint16, d time.Duration) (float64, error) {
+func TCPRate(client, server *NS, addr netip.Addr, port uint16, d time.Duration) (float64, error) {
 	ap := netip.AddrPortFrom(addr, port)
 	var ln net.Listener
 	if err := server.Run(func() (err error) { ln, err = net.Listen("tcp", ap.String()); return err }); err != nil {
@@ -67,7 +65,7 @@ type UDPResult struct {
 
 // UDPRate sends datagrams of size bytes from client to server:port, paced
 // at offeredBps for d, and returns what the server received.
-func UDPRate(client, server *nstest.NS, addr netip.Addr, port uint16, size int, offeredBps float64, d, warmup time.Duration) (UDPResult, error) {
+func UDPRate(client, server *NS, addr netip.Addr, port uint16, size int, offeredBps float64, d, warmup time.Duration) (UDPResult, error) {
 	ap := netip.AddrPortFrom(addr, port)
 	var pc net.PacketConn
 	if err := server.Run(func() (err error) { pc, err = net.ListenPacket("udp", ap.String()); return err }); err != nil {

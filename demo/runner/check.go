@@ -1,4 +1,4 @@
-package demo
+package runner
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/netclass-dev/netclass/conf/demo"
-	"github.com/netclass-dev/netclass/test/traffic"
+	"github.com/netclass-dev/netclass/demo/traffic"
 )
 
 func run(name string, args ...string) error {

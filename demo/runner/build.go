@@ -1,4 +1,4 @@
-package demo
+package runner
 
 import (
 	"context"
@@ -11,17 +11,17 @@ import (
 
 	"github.com/netclass-dev/netclass/conf/demo"
 	"github.com/netclass-dev/netclass/conf/netconf"
-	"github.com/netclass-dev/netclass/test/nstest"
+	"github.com/netclass-dev/netclass/demo/traffic"
 )
 
 // build creates the nodes, the underlay between them (a bridge in a "wire"
 // namespace) and every pod with its attachment.
 func (r *Runner) build(ctx context.Context) error {
-	wire, err := nstest.Create(Prefix + "wire")
+	wire, err := traffic.CreateNS(Prefix + "wire")
 	if err != nil {
 		return err
 	}
-	r.nodes = map[string]*nstest.NS{"wire": wire}
+	r.nodes = map[string]*traffic.NS{"wire": wire}
 	if err := run("ip", "-n", wire.Name, "link", "add", "wire0", "type", "bridge"); err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (r *Runner) build(ctx context.Context) error {
 		return err
 	}
 	for i, name := range r.S.Nodes {
-		n, err := nstest.Create(Prefix + name)
+		n, err := traffic.CreateNS(Prefix + name)
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (r *Runner) build(ctx context.Context) error {
 }
 
 // plug connects a node to the wire bridge with its underlay address.
-func plug(wire, node *nstest.NS, port, addr string) error {
+func plug(wire, node *traffic.NS, port, addr string) error {
 	steps := [][]string{
 		{"ip", "-n", wire.Name, "link", "add", port, "type", "veth", "peer", "name", "under0", "netns", node.Name},
 		{"ip", "-n", wire.Name, "link", "set", port, "master", "wire0", "up"},
@@ -67,7 +67,7 @@ func plug(wire, node *nstest.NS, port, addr string) error {
 }
 
 func (r *Runner) attach(ctx context.Context, spec demo.Pod) error {
-	ns, err := nstest.Create(Prefix + spec.Name)
+	ns, err := traffic.CreateNS(Prefix + spec.Name)
 	if err != nil {
 		return err
 	}

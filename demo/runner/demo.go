@@ -1,9 +1,9 @@
-// Package demo runs a conf/demo scenario on this machine with no cluster:
+// Package runner runs a conf/demo scenario (netclass-demo, `make demo`) on this machine with no cluster:
 // "nodes" and pods are network namespaces, the plugins are executed through
 // libcni exactly as a container runtime does, and every check is made with
 // real traffic. It prints what it verified and cleans up after itself, also
 // when interrupted; a run also removes what an earlier, killed run left.
-package demo
+package runner
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 
 	"github.com/netclass-dev/netclass/conf/demo"
-	"github.com/netclass-dev/netclass/test/nstest"
+	"github.com/netclass-dev/netclass/demo/traffic"
 )
 
 // Prefix names every namespace the demo creates.
@@ -32,15 +32,15 @@ type Runner struct {
 
 	work    string // state directories, libcni cache
 	cni     *libcni.CNIConfig
-	nodes   map[string]*nstest.NS
+	nodes   map[string]*traffic.NS
 	pods    map[string]*pod
 	results []result
 }
 
 type pod struct {
 	spec demo.Pod
-	ns   *nstest.NS
-	node *nstest.NS
+	ns   *traffic.NS
+	node *traffic.NS
 	list *libcni.NetworkConfigList
 	rt   *libcni.RuntimeConf
 	addr string
@@ -100,7 +100,7 @@ func RemoveLeftovers() error {
 	var errs []error
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), Prefix) {
-			errs = append(errs, (&nstest.NS{Name: e.Name()}).Delete())
+			errs = append(errs, (&traffic.NS{Name: e.Name()}).Delete())
 		}
 	}
 	return errors.Join(errs...)

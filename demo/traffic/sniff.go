@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/netclass-dev/netclass/test/nstest"
 )
 
 // Packet is what the sniffer records of one IP packet.
@@ -30,7 +28,7 @@ type Sniffer struct {
 }
 
 // Sniff starts capturing on ifname inside ns. Close stops it.
-func Sniff(ns *nstest.NS, ifname string) (*Sniffer, error) {
+func Sniff(ns *NS, ifname string) (*Sniffer, error) {
 	s := &Sniffer{done: make(chan struct{})}
 	err := ns.Run(func() error {
 		ifi, err := net.InterfaceByName(ifname)

@@ -1,6 +1,8 @@
-// Package traffic sends and observes real packets between test namespaces:
-// ICMP echo, TCP and UDP streams with measured rates, and a packet sniffer
-// that reports the DSCP of what crosses an interface.
+// Package traffic sends and observes real packets between network
+// namespaces: ICMP echo, TCP and UDP streams with measured rates, and a
+// packet sniffer that reports the DSCP of what crosses an interface; and it
+// makes the named namespaces they run in. netclass-demo checks its scenario
+// with it, and the tests through test/traffic.
 package traffic
 
 import (
@@ -14,13 +16,11 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
-
-	"github.com/netclass-dev/netclass/test/nstest"
 )
 
 // Ping sends ICMP echo requests from ns to dst, one every 100 ms, until one
 // is answered (nil) or timeout passes (an error).
-func Ping(ns *nstest.NS, dst netip.Addr, timeout time.Duration) error {
+func Ping(ns *NS, dst netip.Addr, timeout time.Duration) error {
 	network, proto, typ := "ip4:icmp", 1, icmp.Type(ipv4.ICMPTypeEcho)
 	if dst.Is6() {
 		network, proto, typ = "ip6:ipv6-icmp", 58, ipv6.ICMPTypeEchoRequest

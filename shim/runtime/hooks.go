@@ -1,0 +1,77 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// HookObserver is told how each NRI hook was answered (shim/metrics).
+type HookObserver interface {
+	ObserveHook(hook, result string, took time.Duration)
+}
+
+// Outcomes of a hook given to HookObserver.
+const (
+	HookSuccess = "success"
+	HookError   = "error"
+	// HookSkipped: the sandbox has no netclass attachment, nothing was done.
+	HookSkipped = "skipped"
+)
+
+// RunPodSandbox attaches the pod to its networks (runPodSandbox).
+func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	return p.hook("RunPodSandbox", pod, func() error { return p.runPodSandbox(ctx, pod) }, false)
+}
+
+// StopPodSandbox detaches the sandbox's attachments. A failed DEL is retried
+// in the background and not returned: the runtime would only log it.
+func (p *Plugin) StopPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	return p.hook("StopPodSandbox", pod, func() error { return p.detachSandbox(ctx, pod) }, true)
+}
+
+// RemovePodSandbox detaches whatever Stop left (usually nothing).
+func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	return p.hook("RemovePodSandbox", pod, func() error { return p.detachSandbox(ctx, pod) }, true)
+}
+
+// Synchronize starts the reconciliation with the runtime's sandboxes and
+// returns at once (synchronize).
+func (p *Plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, containers []*api.Container) ([]*api.ContainerUpdate, error) {
+	start := time.Now()
+	updates, err := p.synchronize(ctx, pods, containers)
+	p.observe("Synchronize", outcome(err), start)
+	return updates, err
+}
+
+// hook runs one sandbox hook and reports its outcome; a sandbox without
+// netclass attachments is skipped. quiet hooks answer the runtime nil
+// whatever happened.
+func (p *Plugin) hook(name string, pod *api.PodSandbox, run func() error, quiet bool) error {
+	start := time.Now()
+	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
+		p.observe(name, HookSkipped, start)
+		return nil
+	}
+	err := run()
+	p.observe(name, outcome(err), start)
+	if quiet {
+		return nil
+	}
+	return err
+}
+
+func (p *Plugin) observe(hook, result string, start time.Time) {
+	if p.Hooks != nil {
+		p.Hooks.ObserveHook(hook, result, time.Since(start))
+	}
+}
+
+func outcome(err error) string {
+	if err != nil {
+		return HookError
+	}
+	return HookSuccess
+}
