@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/netclass-dev/netclass/conf/netconf"
+	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
+	"github.com/netclass-dev/netclass/controller/podnetwork"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -249,7 +252,7 @@ func TestPolicyOnPodNetworks(t *testing.T) {
 		if refused != (c.field != "") || !strings.Contains(msg, c.field) {
 			t.Errorf("%s %s: refused=%v %q, want the field %q", c.provider, c.params, refused, msg, c.field)
 		}
-		if _, err := netconf.RenderParameters("n", "1.1.0", []byte(c.params)); refused && c.provider == "netclass.dev" && err == nil {
+		if err := controllerValidates(c.params); refused && c.provider == "netclass.dev" && err == nil {
 			t.Errorf("%s: the policy refuses what the controller accepts", c.params)
 		}
 	}
@@ -272,6 +275,12 @@ func reviewPodNetwork(t testing.TB, p *policy, provider, params string) (bool, s
 	return p.review(t, admission.Create, podNetsGVR, pn.GroupVersionKind(), pn, nil)
 }
 
+// controllerValidates is netclass-controller's judgement of PodNetwork parameters.
+func controllerValidates(params string) error {
+	pn := &mnv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: mnv1.PodNetworkSpec{Parameters: runtime.RawExtension{Raw: []byte(params)}}}
+	return podnetwork.ValidateParameters(pn)
+}
+
 func FuzzPodNetworkPolicyRefusesOnlyInvalid(f *testing.F) {
 	for _, c := range podNetworkCases {
 		f.Add(c.params)
@@ -282,7 +291,7 @@ func FuzzPodNetworkPolicyRefusesOnlyInvalid(f *testing.F) {
 			return
 		}
 		refused, msg := reviewPodNetwork(t, p, "netclass.dev", params)
-		if _, err := netconf.RenderParameters("n", "1.1.0", []byte(params)); refused && err == nil {
+		if err := controllerValidates(params); refused && err == nil {
 			t.Fatalf("%s: refused (%s) although the controller accepts it", params, msg)
 		}
 	})

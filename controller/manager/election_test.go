@@ -67,7 +67,7 @@ func TestLeaderAndStandbyAreReady(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n, err := testutil.GatherAndCount(a.reg, "netclass_controller_workqueue_depth"); err != nil || n != 5 {
+	if n, err := testutil.GatherAndCount(a.reg, "netclass_controller_workqueue_depth"); err != nil || n != 6 { // podnetwork, networkclass, clusternetwork, nodeindex, network, networkqos
 		t.Errorf("leader: %d workqueue depth series, want one per reconciler (%v)", n, err)
 	}
 	if n, err := testutil.GatherAndCount(b.reg, "netclass_controller_workqueue_depth"); err != nil || n != 0 {
