@@ -17,7 +17,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -168,7 +168,9 @@ func TestCheckNoticesChanges(t *testing.T) {
 }
 
 // hostIFB is the IFB on the host shaping pod p's net1 egress.
-func hostIFB(p *cnitest.Pod) string { return qos.HostIFBName(bridgeport.HostVethName(p.ID, "net1")) }
+func hostIFB(p *cnitest.Pod) string {
+	return qosport.HostIFBName(bridgeport.HostVethName(p.ID, "net1"))
+}
 
 // assertNoHostQoS fails when the host keeps QoS state of pod p's net1.
 func assertNoHostQoS(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
@@ -345,7 +347,7 @@ func TestGC(t *testing.T) {
 		}
 		assertReleased(t, n, podIP(t, d.r, false).String())
 		assertNoRecord(t, n, d.p)
-		if h.NS.HasLink(t, qos.HostIFBName(bridgeport.HostVethName(d.p.ID, d.ifn))) {
+		if h.NS.HasLink(t, qosport.HostIFBName(bridgeport.HostVethName(d.p.ID, d.ifn))) {
 			t.Errorf("GC left the egress IFB of %s/%s", d.p.ID, d.ifn)
 		}
 		if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable); strings.Contains(string(out), bridgeport.HostVethName(d.p.ID, d.ifn)) {
@@ -369,7 +371,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"undecodable", p.Call(plugin, "ADD", "net1", []byte(`{"cniVersion":"1.1.0",`)), types.ErrDecodingFailure, ""},
 		{"invalid field", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, good, "mtu", 5)), types.ErrInvalidNetworkConfig, "mtu: must be between 68 and 65535"},
-		{"several invalid fields", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, cnitest.WithField(t, good, "qos", map[string]any{"dscp": 99}), "bridge", "a/b")), types.ErrInvalidNetworkConfig, "qos.dscp"},
+		{"several invalid fields", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, cnitest.WithField(t, good, "qos", map[string]any{"dscp": 99}), "bridge", "a/b")), types.ErrInvalidNetworkConfig, "qosport.dscp"},
 		{"missing netns", cnitest.Call{Plugin: plugin, Command: "ADD", ContainerID: "x", NetNS: "/var/run/netns/nct-missing", IfName: "net1", Conf: good}, types.ErrInvalidNetNS, "netns"},
 		{"no CNI_NETNS", cnitest.Call{Plugin: plugin, Command: "ADD", ContainerID: "x", IfName: "net1", Conf: good}, types.ErrInvalidEnvironmentVariables, "CNI_NETNS"},
 		{"unsupported version", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, good, "cniVersion", "9.9.9")), types.ErrIncompatibleCNIVersion, ""},

@@ -20,7 +20,7 @@ import (
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	"github.com/netclass-dev/netclass/shim/attachment"
-	shimruntime "github.com/netclass-dev/netclass/shim/runtime"
+	"github.com/netclass-dev/netclass/shim/nri"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -223,8 +223,8 @@ func BenchmarkDRAStart50Pods(b *testing.B) {
 	e.PodNetwork(b, pn, harness.BridgeParams(bridge, "10.241.0.0/24"), nil, bridge)
 	e.WaitDevice(b, class, "", pn, true)
 	var mu sync.Mutex
-	var timings []shimruntime.Timing
-	stop := e.InProcess(b, func(tm shimruntime.Timing) {
+	var timings []nri.Timing
+	stop := e.InProcess(b, func(tm nri.Timing) {
 		mu.Lock()
 		defer mu.Unlock()
 		timings = append(timings, tm)
@@ -247,7 +247,7 @@ func BenchmarkDRAStart50Pods(b *testing.B) {
 		waitAllRunning(b, e, ns)
 		wall := time.Since(start)
 		mu.Lock()
-		got := append([]shimruntime.Timing(nil), timings...)
+		got := append([]nri.Timing(nil), timings...)
 		mu.Unlock()
 		report(b, got, wall)
 		if i < b.N-1 {
@@ -276,7 +276,7 @@ func waitAllRunning(b *testing.B, e *harness.Env, ns string) {
 		})
 }
 
-func report(b *testing.B, timings []shimruntime.Timing, wall time.Duration) {
+func report(b *testing.B, timings []nri.Timing, wall time.Duration) {
 	var add, total []time.Duration
 	failed := 0
 	var budget time.Duration
