@@ -29,9 +29,9 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
@@ -314,7 +314,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper, error) {
-	pluginDir := filepath.Join(d.cfg.KubeletDir, "plugins", attachment.DriverName)
+	pluginDir := filepath.Join(d.cfg.KubeletDir, "plugins", contract.DriverName)
 	registry := filepath.Join(d.cfg.KubeletDir, "plugins_registry")
 	for _, dir := range []string{pluginDir, registry} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -322,7 +322,7 @@ func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper,
 		}
 	}
 	helper, err := kubeletplugin.Start(ctx, d.metrics.DRAPlugin(d.prepare),
-		kubeletplugin.DriverName(attachment.DriverName),
+		kubeletplugin.DriverName(contract.DriverName),
 		kubeletplugin.KubeClient(d.kube),
 		kubeletplugin.NodeName(d.cfg.NodeName),
 		kubeletplugin.PluginDataDirectoryPath(pluginDir),
