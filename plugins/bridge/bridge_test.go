@@ -371,7 +371,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"undecodable", p.Call(plugin, "ADD", "net1", []byte(`{"cniVersion":"1.1.0",`)), types.ErrDecodingFailure, ""},
 		{"invalid field", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, good, "mtu", 5)), types.ErrInvalidNetworkConfig, "mtu: must be between 68 and 65535"},
-		{"several invalid fields", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, cnitest.WithField(t, good, "qos", map[string]any{"dscp": 99}), "bridge", "a/b")), types.ErrInvalidNetworkConfig, "qosport.dscp"},
+		{"several invalid fields", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, cnitest.WithField(t, good, "qos", map[string]any{"dscp": 99}), "bridge", "a/b")), types.ErrInvalidNetworkConfig, "qos.dscp"},
 		{"missing netns", cnitest.Call{Plugin: plugin, Command: "ADD", ContainerID: "x", NetNS: "/var/run/netns/nct-missing", IfName: "net1", Conf: good}, types.ErrInvalidNetNS, "netns"},
 		{"no CNI_NETNS", cnitest.Call{Plugin: plugin, Command: "ADD", ContainerID: "x", IfName: "net1", Conf: good}, types.ErrInvalidEnvironmentVariables, "CNI_NETNS"},
 		{"unsupported version", p.Call(plugin, "ADD", "net1", cnitest.WithField(t, good, "cniVersion", "9.9.9")), types.ErrIncompatibleCNIVersion, ""},
