@@ -4,6 +4,8 @@
 //     PodNetwork, the kinds of the multi-network proposals, in the seeds' shapes.
 //   - netclass/v1alpha1 (group netclass.dev): ClusterNetwork, NodeNetwork,
 //     Network and NetworkQoS.
+//   - contract: the names and shapes netclass's parts agree on (driver name,
+//     CNI version, device attributes, claim status data, AttachmentConfig).
 //
 // The CRD manifests generated from them live in conf/crd (scripts/api/generate.sh,
 // make generate / make verify-generated). The tests of this package check the

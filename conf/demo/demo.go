@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/field"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
@@ -110,7 +111,7 @@ func (s *Scenario) validate() error {
 	nets := map[string]bool{}
 	for i, n := range s.Networks {
 		nets[n.Name] = true
-		if _, err := netconf.RenderParameters(n.Name, "1.1.0", n.Plugin); err != nil {
+		if _, err := netconf.RenderParameters(n.Name, contract.CNIVersion, n.Plugin); err != nil {
 			errs.Add(field.Path("networks").Index(i).Child("plugin"), "%v", err)
 		}
 	}

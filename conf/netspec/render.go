@@ -12,12 +12,10 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netconf"
 )
-
-// CNIVersion is the CNI spec version rendered configs are validated against.
-const CNIVersion = "1.1.0"
 
 // standInMaster takes the place of a master left to each node when a config is
 // validated without a node (the controller): master and local are node-specific.
@@ -202,7 +200,7 @@ func or[T any](v, fallback *T) *T {
 
 // validate checks cfg with conf/netconf as the plugin would parse it.
 func validate(name string, raw []byte) error {
-	if _, err := netconf.RenderParameters(name, CNIVersion, raw); err != nil {
+	if _, err := netconf.RenderParameters(name, contract.CNIVersion, raw); err != nil {
 		return fmt.Errorf("rendered config: %w", err)
 	}
 	return nil

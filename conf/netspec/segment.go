@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netconf"
@@ -162,7 +163,7 @@ func Holders(pns []*mnv1.PodNetwork, nets []*ncv1.Network, cns []*ncv1.ClusterNe
 	}
 	out := make([]Holder, 0, len(pns)+len(nets))
 	for _, pn := range pns {
-		if pn.Spec.Provider == ncv1.Provider {
+		if pn.Spec.Provider == contract.Provider {
 			out = append(out, PodNetworkHolder(pn))
 		}
 	}

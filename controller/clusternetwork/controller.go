@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
@@ -219,7 +220,7 @@ func (c *Controller) syncNodeNetworks(ctx context.Context, cn *netclassv1alpha1.
 		}
 	}
 	for _, nn := range plan.Update {
-		out, err := c.client.NetclassV1alpha1().NodeNetworks().Update(ctx, nn, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+		out, err := c.client.NetclassV1alpha1().NodeNetworks().Update(ctx, nn, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 		if err != nil {
 			return nil, c.failed(cn, fmt.Errorf("update nodenetwork %s: %w", nn.Name, err))
 		}
@@ -238,7 +239,7 @@ func (c *Controller) syncNodeNetworks(ctx context.Context, cn *netclassv1alpha1.
 
 func (c *Controller) createNodeNetwork(ctx context.Context, cn *netclassv1alpha1.ClusterNetwork, nn *netclassv1alpha1.NodeNetwork) (*netclassv1alpha1.NodeNetwork, error) {
 	nns := c.client.NetclassV1alpha1().NodeNetworks()
-	out, err := nns.Create(ctx, nn, metav1.CreateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := nns.Create(ctx, nn, metav1.CreateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		return nil, c.failed(cn, fmt.Errorf("create nodenetwork %s: %w", nn.Name, err))
 	}
@@ -247,7 +248,7 @@ func (c *Controller) createNodeNetwork(ctx context.Context, cn *netclassv1alpha1
 	agentMissing.ObservedGeneration = out.Generation
 	agentMissing.LastTransitionTime = metav1.Now()
 	out.Status.Conditions = []metav1.Condition{agentMissing}
-	withStatus, err := nns.UpdateStatus(ctx, out, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	withStatus, err := nns.UpdateStatus(ctx, out, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		// netclass-dra may have reported first: its status wins, nothing to retry.
 		return out, nil

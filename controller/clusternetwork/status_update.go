@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/condition"
 )
@@ -26,7 +27,7 @@ func (c *Controller) updateStatus(ctx context.Context, cn *netclassv1alpha1.Clus
 		upd.Status.ObservedGeneration == cn.Status.ObservedGeneration {
 		return nil
 	}
-	out, err := c.client.NetclassV1alpha1().ClusterNetworks().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := c.client.NetclassV1alpha1().ClusterNetworks().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		return c.failed(cn, fmt.Errorf("update status: %w", err))
 	}
@@ -84,7 +85,7 @@ func (c *Controller) patchLabel(ctx context.Context, node, key string, set bool)
 		value = `"true"`
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, value)
-	_, err := c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: netclassv1alpha1.Provider})
+	_, err := c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: contract.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -29,10 +29,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncscheme "github.com/netclass-dev/netclass/api/generated/clientset/versioned/scheme"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
-	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/clusternetwork"
 	"github.com/netclass-dev/netclass/controller/metrics"
 	"github.com/netclass-dev/netclass/controller/network"
@@ -169,7 +169,7 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRe
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(4)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	return b.NewRecorder(scheme, corev1.EventSource{Component: netclassv1alpha1.Provider}), b.Shutdown, nil
+	return b.NewRecorder(scheme, corev1.EventSource{Component: contract.Provider}), b.Shutdown, nil
 }
 
 // runElected runs the reconcilers while this instance holds the Lease.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
@@ -197,7 +198,7 @@ func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Net
 	if !ch.Updated && sameConfig && upd.Status.Type == net.Status.Type && upd.Status.ObservedGeneration == net.Status.ObservedGeneration {
 		return nil
 	}
-	out, err := c.client.NetclassV1alpha1().Networks(net.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := c.client.NetclassV1alpha1().Networks(net.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		if !apierrors.IsConflict(err) {
 			c.recorder.Eventf(net, corev1.EventTypeWarning, "UpdateFailed", "Updating status failed: %v", err)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
@@ -104,7 +105,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *multinetworkv1.Networ
 	if !ch.Updated {
 		return nil
 	}
-	out, err := c.client.MultinetworkV1().NetworkClasses().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := c.client.MultinetworkV1().NetworkClasses().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		if !apierrors.IsConflict(err) {
 			c.recorder.Eventf(nc, corev1.EventTypeWarning, "UpdateFailed", "Updating status failed: %v", err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
@@ -139,7 +140,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if !accepted.Updated && !readyChange.Updated && upd.Status.Status == q.Status.Status {
 		return worker.Result{}, nil
 	}
-	out, err := c.client.NetclassV1alpha1().NetworkQoSes(ns).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := c.client.NetclassV1alpha1().NetworkQoSes(ns).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		if !apierrors.IsConflict(err) {
 			c.recorder.Eventf(q, corev1.EventTypeWarning, "UpdateFailed", "Updating status failed: %v", err)
@@ -209,7 +210,7 @@ func (c *Controller) selected(q *netclassv1alpha1.NetworkQoS) (podNetworks, netw
 	}
 	pns, _ := c.podNetworks.List(pnSel)
 	for _, pn := range pns {
-		if pn.Spec.Provider == netclassv1alpha1.Provider {
+		if pn.Spec.Provider == contract.Provider {
 			podNetworks++
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
@@ -102,7 +103,7 @@ func (c *Controller) set(ctx context.Context, a Assignment) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.kube.CoreV1().Nodes().Patch(ctx, a.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: ncv1.Provider})
+	_, err = c.kube.CoreV1().Nodes().Patch(ctx, a.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: contract.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

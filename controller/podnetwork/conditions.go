@@ -6,15 +6,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
 )
-
-// CNIVersion is the CNI spec version parameters are validated against.
-const CNIVersion = "1.1.0"
 
 // ReadyCondition computes the Ready condition of a netclass.dev PodNetwork: disabled wins,
 // then invalid parameters (the message is the validation error, naming every bad field),
@@ -54,7 +52,7 @@ func ValidateParameters(pn *multinetworkv1.PodNetwork) error {
 	if err != nil {
 		return fmt.Errorf("spec.parameters: %w", err)
 	}
-	if _, err := netconf.RenderParameters(pn.Name, CNIVersion, raw); err != nil {
+	if _, err := netconf.RenderParameters(pn.Name, contract.CNIVersion, raw); err != nil {
 		return fmt.Errorf("spec.parameters: %w", err)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
@@ -158,7 +159,7 @@ func (c *Controller) overlapping(seg netspec.Segment) []string {
 	}
 	var keys []string
 	for _, pn := range pns {
-		if pn.Spec.Provider == netclassv1alpha1.Provider && netspec.PodNetworkHolder(pn).Segment.Overlaps(seg) {
+		if pn.Spec.Provider == contract.Provider && netspec.PodNetworkHolder(pn).Segment.Overlaps(seg) {
 			keys = append(keys, pn.Name)
 		}
 	}
@@ -209,7 +210,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if err != nil {
 		return worker.Result{}, fmt.Errorf("get podnetwork %s: %w", key, err)
 	}
-	if pn.Spec.Provider != netclassv1alpha1.Provider {
+	if pn.Spec.Provider != contract.Provider {
 		return worker.Result{}, nil // another provider's network: strictly left alone
 	}
 	users, err := c.users(pn.Name)
@@ -241,7 +242,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, pn *multinetworkv1.Pod
 	}
 	upd := pn.DeepCopy()
 	upd.Finalizers = append(upd.Finalizers, Finalizer)
-	out, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Adding finalizer %s failed: %v", Finalizer, err)
 		return nil, fmt.Errorf("add finalizer to podnetwork %s: %w", pn.Name, err)
@@ -256,7 +257,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, pn *multinetworkv1.Pod
 	}
 	upd := pn.DeepCopy()
 	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == Finalizer })
-	_, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	_, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -277,7 +278,7 @@ func (c *Controller) updateStatus(ctx context.Context, pn *multinetworkv1.PodNet
 	if !readyChange.Updated && !inUseChange.Updated {
 		return pn, nil
 	}
-	out, err := c.client.MultinetworkV1().PodNetworks().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: netclassv1alpha1.Provider})
+	out, err := c.client.MultinetworkV1().PodNetworks().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		if !apierrors.IsConflict(err) {
 			c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Updating status failed: %v", err)

@@ -7,12 +7,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
-	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/api/contract"
 )
-
-// Driver is netclass's DRA driver name; only its devices are looked at.
-const Driver = netclassv1alpha1.Provider
 
 // deviceID names one device of a driver's pool, as allocation results do.
 type deviceID struct{ pool, device string }
@@ -27,7 +23,7 @@ type DeviceNetworks map[deviceID]string
 func SliceDevices(slices []*resourceapi.ResourceSlice) DeviceNetworks {
 	out := DeviceNetworks{}
 	for _, s := range slices {
-		if s.Spec.Driver != Driver {
+		if s.Spec.Driver != contract.DriverName {
 			continue
 		}
 		for _, d := range s.Spec.Devices {
@@ -40,12 +36,12 @@ func SliceDevices(slices []*resourceapi.ResourceSlice) DeviceNetworks {
 }
 
 func podNetworkAttribute(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) string {
-	if ns := stringAttr(attrs, multinetworkv1.StandardDeviceAttributePodNetworkNamespace); ns != "" {
+	if ns := stringAttr(attrs, contract.AttributeStdPodNetworkNamespace); ns != "" {
 		return ""
 	}
 	for _, key := range []resourceapi.QualifiedName{
-		multinetworkv1.StandardDeviceAttributePodNetwork,
-		Driver + "/podNetwork",
+		contract.AttributeStdPodNetwork,
+		contract.AttributePodNetwork,
 		"podNetwork", // unqualified names are in the driver's own domain
 	} {
 		if v := stringAttr(attrs, key); v != "" {
@@ -62,12 +58,6 @@ func stringAttr(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute,
 	return ""
 }
 
-// statusData is the netclass.dev form of a claim's status.devices[].data (DESIGN.md).
-type statusData struct {
-	PodNetwork          string `json:"podNetwork"`
-	PodNetworkNamespace string `json:"podNetworkNamespace"`
-}
-
 // ClaimNetworks returns the PodNetworks an allocated claim uses through netclass.dev
 // devices: each allocation result of the driver is resolved through the device's
 // attributes in devices and through the claim's status entry for that device
@@ -79,7 +69,7 @@ func ClaimNetworks(claim *resourceapi.ResourceClaim, devices DeviceNetworks) []s
 	allocated := map[deviceID]bool{}
 	set := map[string]bool{}
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != Driver {
+		if r.Driver != contract.DriverName {
 			continue
 		}
 		id := deviceID{r.Pool, r.Device}
@@ -89,10 +79,10 @@ func ClaimNetworks(claim *resourceapi.ResourceClaim, devices DeviceNetworks) []s
 		}
 	}
 	for _, d := range claim.Status.Devices {
-		if d.Driver != Driver || !allocated[deviceID{d.Pool, d.Device}] || d.Data == nil {
+		if d.Driver != contract.DriverName || !allocated[deviceID{d.Pool, d.Device}] || d.Data == nil {
 			continue
 		}
-		var data statusData
+		var data contract.ClaimStatusData
 		if json.Unmarshal(d.Data.Raw, &data) == nil && data.PodNetwork != "" && data.PodNetworkNamespace == "" {
 			set[data.PodNetwork] = true
 		}

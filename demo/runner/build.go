@@ -9,6 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/demo"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/demo/traffic"
@@ -112,7 +113,7 @@ func (r *Runner) conflist(spec demo.Pod) (*libcni.NetworkConfigList, error) {
 			net = n
 		}
 	}
-	rendered, err := netconf.RenderParameters(net.Name, "1.1.0", net.Plugin)
+	rendered, err := netconf.RenderParameters(net.Name, contract.CNIVersion, net.Plugin)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (r *Runner) conflist(spec demo.Pod) (*libcni.NetworkConfigList, error) {
 	}
 	delete(plugin, "cniVersion")
 	delete(plugin, "name")
-	b, err := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": net.Name, "plugins": []any{plugin}})
+	b, err := json.Marshal(map[string]any{"cniVersion": contract.CNIVersion, "name": net.Name, "plugins": []any{plugin}})
 	if err != nil {
 		return nil, err
 	}

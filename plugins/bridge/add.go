@@ -10,12 +10,12 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 func cmdAdd(args *skel.CmdArgs) error {
@@ -113,11 +113,11 @@ func setupQoS(c *netconf.Bridge, args *skel.CmdArgs, hostIf string, undo *attach
 	if c.EffectiveQoS == nil {
 		return nil
 	}
-	a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
-	if err := qos.Apply(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+	a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
+	if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {
 		return err
 	}
-	undo.Push(func() error { return qos.Remove(a) })
+	undo.Push(func() error { return qosport.Remove(a) })
 	return nil
 }
 

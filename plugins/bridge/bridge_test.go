@@ -17,7 +17,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -168,7 +168,9 @@ func TestCheckNoticesChanges(t *testing.T) {
 }
 
 // hostIFB is the IFB on the host shaping pod p's net1 egress.
-func hostIFB(p *cnitest.Pod) string { return qos.HostIFBName(bridgeport.HostVethName(p.ID, "net1")) }
+func hostIFB(p *cnitest.Pod) string {
+	return qosport.HostIFBName(bridgeport.HostVethName(p.ID, "net1"))
+}
 
 // assertNoHostQoS fails when the host keeps QoS state of pod p's net1.
 func assertNoHostQoS(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
@@ -345,7 +347,7 @@ func TestGC(t *testing.T) {
 		}
 		assertReleased(t, n, podIP(t, d.r, false).String())
 		assertNoRecord(t, n, d.p)
-		if h.NS.HasLink(t, qos.HostIFBName(bridgeport.HostVethName(d.p.ID, d.ifn))) {
+		if h.NS.HasLink(t, qosport.HostIFBName(bridgeport.HostVethName(d.p.ID, d.ifn))) {
 			t.Errorf("GC left the egress IFB of %s/%s", d.p.ID, d.ifn)
 		}
 		if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable); strings.Contains(string(out), bridgeport.HostVethName(d.p.ID, d.ifn)) {

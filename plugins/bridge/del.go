@@ -12,7 +12,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 // cmdDel is idempotent: a missing namespace, link, rule or IPAM allocation
@@ -36,10 +36,10 @@ func cmdDel(args *skel.CmdArgs) error {
 func teardown(c *netconf.Bridge, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
-	a := qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
+	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
 	var addrs []*net.IPNet
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(a) },
+		func() error { return qosport.RemoveRules(a) },
 		func() (err error) { addrs, err = p.Remove(); return err },
 		func() error { return removeSpoofCheck(c, p.HostName()) },
 	)

@@ -13,11 +13,11 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 // Funcs are the plugin's CNI verbs, for skel.
@@ -50,8 +50,8 @@ func add(c *netconf.QoSChain, args *skel.CmdArgs, prev *current.Result) error {
 	if err := store(c).Put(rec); err != nil {
 		return err
 	}
-	a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
-	if err := qos.Apply(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+	a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
+	if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {
 		return errors.Join(err, store(c).Delete(c.Name, args.ContainerID, args.IfName))
 	}
 	return nil
@@ -131,14 +131,14 @@ func cmdDel(args *skel.CmdArgs) error {
 // remove undoes ADD; with no record (ADD never applied QoS, or DEL runs
 // twice) it still removes whatever pod-side state exists.
 func remove(c *netconf.QoSChain, containerID, ifname, netnsPath string, rec *attach.Record) error {
-	a := qos.Attachment{PodNS: netnsPath, IfName: ifname}
+	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname}
 	if rec != nil {
 		a.HostIf = rec.HostIf
 		if a.PodNS == "" {
 			a.PodNS = rec.NetNS
 		}
 	}
-	if err := qos.Remove(a); err != nil {
+	if err := qosport.Remove(a); err != nil {
 		return fmt.Errorf("remove qos of %s/%s: %w", containerID, ifname, err)
 	}
 	return store(c).Delete(c.Name, containerID, ifname)
@@ -156,8 +156,8 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return attach.Internal(err, nil)
 	}
-	a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
-	if err := qos.Check(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+	a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: hostIf}
+	if err := qosport.Check(a, qos.Compile(c.EffectiveQoS)); err != nil {
 		return attach.Internal(fmt.Errorf("qos of %q: %w", args.IfName, err), nil)
 	}
 	return nil

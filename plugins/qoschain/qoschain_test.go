@@ -18,7 +18,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
 )
@@ -100,17 +100,17 @@ func TestAfterUpstreamBridge(t *testing.T) {
 	exerciseQoS(t, a, b, ipOf(t, ra), ipOf(t, rb))
 	// A veth in a bridge: everything is on the host end, nothing in the pod.
 	hostIf := hostEnd(t, ra)
-	if a.NS.HasLink(t, qos.IFBName("net1")) {
+	if a.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("an IFB was created in the pod for a veth attachment")
 	}
 	if out := podQoSState(t, a); out != "" {
 		t.Errorf("QoS state in the pod of a bridged veth:\n%s", out)
 	}
-	if !h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
-		t.Errorf("no egress IFB %s on the host", qos.HostIFBName(hostIf))
+	if !h.NS.HasLink(t, qosport.HostIFBName(hostIf)) {
+		t.Errorf("no egress IFB %s on the host", qosport.HostIFBName(hostIf))
 	}
 	lifecycle(t, h, cni, marked, a, []string{"ip", "netns", "exec", h.NS.Name, "nft", "flush", "chain", "bridge", nft.PortQoSTable, nft.PortChain(hostIf)})
-	if h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+	if h.NS.HasLink(t, qosport.HostIFBName(hostIf)) {
 		t.Error("DEL left the host's egress IFB")
 	}
 	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
@@ -156,11 +156,11 @@ func TestAfterUpstreamMacvlan(t *testing.T) {
 	ra := addList(t, h, cni, marked, a)
 	rb := addList(t, h, cni, plain, b)
 	exerciseQoS(t, a, b, ipOf(t, ra), ipOf(t, rb))
-	if !a.NS.HasLink(t, qos.IFBName("net1")) {
+	if !a.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("a macvlan attachment's ingress needs an IFB in the pod")
 	}
 	lifecycle(t, h, cni, marked, a, []string{"ip", "netns", "exec", a.NS.Name, "nft", "flush", "chain", "netdev", nft.PodQoSTable("net1"), "egress"})
-	if a.NS.HasLink(t, qos.IFBName("net1")) {
+	if a.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("DEL left the IFB")
 	}
 }
@@ -250,7 +250,7 @@ func TestGCRemovesStaleQoS(t *testing.T) {
 	h.Do(t, func(ctx context.Context) error {
 		return cni.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{keep.Attachment("net1")}})
 	})
-	if stale.NS.HasLink(t, qos.IFBName("net1")) {
+	if stale.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("GC left the stale attachment's IFB")
 	}
 	if out, _ := exec.Command("ip", "netns", "exec", stale.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
@@ -287,7 +287,7 @@ func TestGCAfterThePodWentAway(t *testing.T) {
 	gone, keep := cnitest.NewPod(t), cnitest.NewPod(t)
 	hostIf := hostEnd(t, addList(t, h, cni, list, gone))
 	keepIf := hostEnd(t, addList(t, h, cni, list, keep))
-	if !h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+	if !h.NS.HasLink(t, qosport.HostIFBName(hostIf)) {
 		t.Fatalf("no egress IFB for %s", hostIf)
 	}
 	if err := gone.NS.Delete(); err != nil {
@@ -296,12 +296,12 @@ func TestGCAfterThePodWentAway(t *testing.T) {
 	h.Do(t, func(ctx context.Context) error {
 		return cni.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{keep.Attachment("net1")}})
 	})
-	if h.NS.HasLink(t, qos.HostIFBName(hostIf)) {
+	if h.NS.HasLink(t, qosport.HostIFBName(hostIf)) {
 		t.Error("GC left the egress IFB of an attachment whose pod is gone")
 	}
 	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
 		t.Errorf("GC left the rules of %s:\n%s", hostIf, out)
-	} else if !strings.Contains(string(out), keepIf) || !h.NS.HasLink(t, qos.HostIFBName(keepIf)) {
+	} else if !strings.Contains(string(out), keepIf) || !h.NS.HasLink(t, qosport.HostIFBName(keepIf)) {
 		t.Errorf("GC removed the QoS of the attachment it had to keep:\n%s", out)
 	}
 }

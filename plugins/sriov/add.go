@@ -9,10 +9,10 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/sysfs"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 func (p plugin) cmdAdd(args *skel.CmdArgs) error {
@@ -179,14 +179,14 @@ func (p plugin) attachNetdev(c *netconf.SRIOV, args *skel.CmdArgs, st *state, ma
 	if err := configure(pod, res); err != nil {
 		return err
 	}
-	plan := cfgqos.Compile(c.ShapedQoS())
+	plan := qos.Compile(c.ShapedQoS())
 	if plan.IsZero() {
 		return nil
 	}
-	a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName}
-	if err := qos.Apply(a, plan); err != nil {
+	a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName}
+	if err := qosport.Apply(a, plan); err != nil {
 		return err
 	}
-	undo.Push(k.track(func() error { return qos.Remove(a) }))
+	undo.Push(k.track(func() error { return qosport.Remove(a) }))
 	return nil
 }

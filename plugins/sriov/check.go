@@ -10,12 +10,12 @@ import (
 	"github.com/containernetworking/plugins/pkg/ip"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 // cmdCheck verifies the VF's settings on the PF, the pod's interface (MAC,
@@ -104,8 +104,8 @@ func checkPod(c *netconf.SRIOV, args *skel.CmdArgs, prev *current.Result) error 
 // checkQoS verifies the shaping and rules, and that an offloaded egress
 // rate is not also shaped by a qdisc.
 func checkQoS(c *netconf.SRIOV, args *skel.CmdArgs) error {
-	a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName}
-	if err := qos.Check(a, cfgqos.Compile(c.ShapedQoS())); err != nil {
+	a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName}
+	if err := qosport.Check(a, qos.Compile(c.ShapedQoS())); err != nil {
 		return fmt.Errorf("qos of %q: %w", args.IfName, err)
 	}
 	if c.OffloadedEgressMbps() == 0 {

@@ -10,7 +10,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 // cmdDel is idempotent: without a record there is nothing of the
@@ -41,8 +41,8 @@ func (p plugin) teardown(c *netconf.SRIOV, rec *attach.Record) error {
 	}
 	if !st.Userspace {
 		// The rules and the IFB outlive the netdev's move; its qdiscs do not.
-		a := qos.Attachment{PodNS: rec.NetNS, IfName: rec.IfName}
-		if err := errors.Join(qos.RemoveRules(a), p.moveOut(rec.NetNS, st)); err != nil {
+		a := qosport.Attachment{PodNS: rec.NetNS, IfName: rec.IfName}
+		if err := errors.Join(qosport.RemoveRules(a), p.moveOut(rec.NetNS, st)); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netclass-dev/netclass/plugins/attach"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 )
 
@@ -130,7 +130,7 @@ func TestEgressRateOffloaded(t *testing.T) {
 			t.Errorf("egress is shaped by a tbf although offloaded: %+v", q)
 		}
 	}
-	if !p.NS.HasLink(t, qos.IFBName("net1")) {
+	if !p.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("no IFB for the ingress rate")
 	}
 	if err := r.h.Check(t, pluginName, conf, res, p, "net1"); err != nil {

@@ -12,7 +12,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/plugins/attach"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
 )
@@ -178,7 +178,7 @@ func TestFailedAddLeavesNothing(t *testing.T) {
 		}, "no IP addresses available"},
 		{"qos cannot be applied", func(t *testing.T, r *rig, conf []byte, p *cnitest.Pod) {
 			// The IFB's name is taken in the pod by a link that is no IFB.
-			run(t, "ip", "-n", p.NS.Name, "link", "add", qos.IFBName("net1"), "type", "bridge")
+			run(t, "ip", "-n", p.NS.Name, "link", "add", qosport.IFBName("net1"), "type", "bridge")
 		}, "not an ifb"},
 	}
 	for _, tc := range tests {
@@ -228,7 +228,9 @@ func TestCheckNoticesChanges(t *testing.T) {
 		{"egress qdisc removed", false, func(t *testing.T, p *cnitest.Pod) {
 			run(t, "ip", "netns", "exec", p.NS.Name, "tc", "qdisc", "del", "dev", "net1", "root")
 		}},
-		{"ingress ifb removed", false, func(t *testing.T, p *cnitest.Pod) { run(t, "ip", "-n", p.NS.Name, "link", "del", qos.IFBName("net1")) }},
+		{"ingress ifb removed", false, func(t *testing.T, p *cnitest.Pod) {
+			run(t, "ip", "-n", p.NS.Name, "link", "del", qosport.IFBName("net1"))
+		}},
 		{"dscp rules removed", false, func(t *testing.T, p *cnitest.Pod) {
 			run(t, "ip", "netns", "exec", p.NS.Name, "nft", "delete", "table", "netdev", "netclass_net1")
 		}},
@@ -271,7 +273,7 @@ func TestGCGivesBackStaleVFs(t *testing.T) {
 	if err := r.h.GC(t, pluginName, conf, b.Attachment("net1")); err != nil {
 		t.Fatalf("GC: %v", err)
 	}
-	if a.NS.HasLink(t, "net1") || a.NS.HasLink(t, qos.IFBName("net1")) {
+	if a.NS.HasLink(t, "net1") || a.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("GC left the stale attachment's VF or IFB in its pod")
 	}
 	r.hostVF(t, 0)

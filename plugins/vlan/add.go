@@ -9,12 +9,12 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 func cmdAdd(args *skel.CmdArgs) error {
@@ -52,11 +52,11 @@ func add(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *attach.
 		return nil, err
 	}
 	if c.EffectiveQoS != nil {
-		a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName}
-		if err := qos.Apply(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName}
+		if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {
 			return nil, err
 		}
-		undo.Push(func() error { return qos.Remove(a) })
+		undo.Push(func() error { return qosport.Remove(a) })
 	}
 	res.DNS = c.DNS
 	return res, nil

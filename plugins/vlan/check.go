@@ -10,11 +10,11 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 // cmdCheck verifies the VLAN link (id, MAC, state), its addresses and
@@ -32,7 +32,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return attach.Internal(fmt.Errorf("check %q in %s: %w", args.IfName, args.Netns, err), nil)
 	}
 	if c.EffectiveQoS != nil {
-		if err := qos.Check(qos.Attachment{PodNS: args.Netns, IfName: args.IfName}, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+		if err := qosport.Check(qosport.Attachment{PodNS: args.Netns, IfName: args.IfName}, qos.Compile(c.EffectiveQoS)); err != nil {
 			return attach.Internal(fmt.Errorf("qos of %q: %w", args.IfName, err), nil)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
 // removeLink deletes the pod's VLAN link; a link or namespace already gone
@@ -40,7 +40,7 @@ func cmdDel(args *skel.CmdArgs) error {
 func teardown(c *netconf.VLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(qos.Attachment{PodNS: netnsPath, IfName: ifname}) },
+		func() error { return qosport.RemoveRules(qosport.Attachment{PodNS: netnsPath, IfName: ifname}) },
 		func() error { return removeLink(netnsPath, ifname) },
 	)
 	if err != nil {

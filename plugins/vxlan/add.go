@@ -8,10 +8,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
 
@@ -74,11 +74,11 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 		return nil, err
 	}
 	if c.EffectiveQoS != nil {
-		a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
-		if err := qos.Apply(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
+		if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {
 			return nil, err
 		}
-		undo.Push(func() error { return qos.Remove(a) })
+		undo.Push(func() error { return qosport.Remove(a) })
 	}
 	res.DNS = c.DNS
 	return res, nil

@@ -7,11 +7,11 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
-	cfgqos "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
 
@@ -37,8 +37,8 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return attach.Internal(err, nil)
 	}
 	if c.EffectiveQoS != nil {
-		a := qos.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
-		if err := qos.Check(a, cfgqos.Compile(c.EffectiveQoS)); err != nil {
+		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
+		if err := qosport.Check(a, qos.Compile(c.EffectiveQoS)); err != nil {
 			return attach.Internal(fmt.Errorf("qos of %q: %w", args.IfName, err), nil)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
 
@@ -40,9 +40,9 @@ func cmdDel(args *skel.CmdArgs) error {
 func teardown(c *netconf.VXLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
-	a := qos.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
+	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
 	err := attach.Parallel(
-		func() error { return qos.RemoveRules(a) },
+		func() error { return qosport.RemoveRules(a) },
 		func() error { return leave(c, p) },
 	)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
-	"github.com/netclass-dev/netclass/plugins/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -305,7 +305,7 @@ func TestGCAndQoS(t *testing.T) {
 	// The QoS of a VXLAN attachment is on the host end of its veth: GC
 	// removes the stale one's there, and keeps the other's.
 	staleIf, keepIf := bridgeport.HostVethName(stale.ID, "net1"), bridgeport.HostVethName(keep.ID, "net1")
-	if n1.NS.HasLink(t, qos.HostIFBName(staleIf)) || !n1.NS.HasLink(t, qos.HostIFBName(keepIf)) {
+	if n1.NS.HasLink(t, qosport.HostIFBName(staleIf)) || !n1.NS.HasLink(t, qosport.HostIFBName(keepIf)) {
 		t.Error("GC must remove the stale attachment's egress IFB and only that one")
 	}
 	rules, _ := exec.Command("ip", "netns", "exec", n1.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput()

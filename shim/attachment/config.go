@@ -6,31 +6,11 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/field"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
 )
-
-// Opaque configuration identity (DESIGN.md).
-const (
-	ConfigAPIVersion = "netclass.dev/v1alpha1"
-	ConfigKind       = "AttachmentConfig"
-)
-
-// Config is the opaque configuration of a claim request or DeviceClass for
-// driver netclass.dev. Every field is optional.
-type Config struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// InterfaceName is the name of the interface in the pod (default net1, net2, …).
-	InterfaceName string `json:"interfaceName,omitempty"`
-	// MAC is a static hardware address for the interface.
-	MAC string `json:"mac,omitempty"`
-	// IPs are static addresses in CIDR form, handed to IPAM (capability "ips").
-	IPs []string `json:"ips,omitempty"`
-	// QoS is merged over the network's qos block.
-	QoS *qos.Spec `json:"qos,omitempty"`
-}
 
 // reservedIfNames are taken in every pod: the loopback and the primary network's interface.
 var reservedIfNames = map[string]bool{"lo": true, "eth0": true}
@@ -44,29 +24,29 @@ var configKeys = map[string]bool{"apiVersion": true, "kind": true, "interfaceNam
 // and keep the last of two) and validates it, reporting every problem at
 // once. conf/deploy's admission policy refuses exactly what it refuses
 // (duplicate keys aside, which the API server's decoded objects cannot show).
-func ParseConfig(raw []byte) (*Config, error) {
+func ParseConfig(raw []byte) (*contract.AttachmentConfig, error) {
 	if err := exactKeys(raw); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", ConfigKind, err)
+		return nil, fmt.Errorf("decode %s: %w", contract.AttachmentConfigKind, err)
 	}
 	var top struct {
 		QoS json.RawMessage `json:"qos"`
 	}
 	if json.Unmarshal(raw, &top) == nil && len(top.QoS) > 0 {
 		if err := exactQoSKeys(top.QoS); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", ConfigKind, err)
+			return nil, fmt.Errorf("decode %s: %w", contract.AttachmentConfigKind, err)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	c := &Config{}
+	c := &contract.AttachmentConfig{}
 	if err := dec.Decode(c); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", ConfigKind, err)
+		return nil, fmt.Errorf("decode %s: %w", contract.AttachmentConfigKind, err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("decode %s: trailing data after the object", ConfigKind)
+		return nil, fmt.Errorf("decode %s: trailing data after the object", contract.AttachmentConfigKind)
 	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid %s: %w", ConfigKind, err)
+	if err := Validate(c); err != nil {
+		return nil, fmt.Errorf("invalid %s: %w", contract.AttachmentConfigKind, err)
 	}
 	return c, nil
 }
@@ -90,7 +70,7 @@ func exactKeys(raw []byte) error {
 		case seen[key]:
 			errs.Add(field.Path(key), "is given twice")
 		case !configKeys[key]:
-			errs.Add(field.Path(key), "is not a field of %s (fields are case-sensitive)", ConfigKind)
+			errs.Add(field.Path(key), "is not a field of %s (fields are case-sensitive)", contract.AttachmentConfigKind)
 		}
 		seen[key] = true
 		var skip json.RawMessage
@@ -101,14 +81,14 @@ func exactKeys(raw []byte) error {
 	return errs.Err()
 }
 
-// Validate checks every field and joins all problems.
-func (c *Config) Validate() error {
+// Validate checks every field of an AttachmentConfig and joins all problems.
+func Validate(c *contract.AttachmentConfig) error {
 	var errs field.Errors
-	if c.APIVersion != ConfigAPIVersion {
-		errs.Add("apiVersion", "must be %q, got %q", ConfigAPIVersion, c.APIVersion)
+	if c.APIVersion != contract.AttachmentConfigAPIVersion {
+		errs.Add("apiVersion", "must be %q, got %q", contract.AttachmentConfigAPIVersion, c.APIVersion)
 	}
-	if c.Kind != ConfigKind {
-		errs.Add("kind", "must be %q, got %q", ConfigKind, c.Kind)
+	if c.Kind != contract.AttachmentConfigKind {
+		errs.Add("kind", "must be %q, got %q", contract.AttachmentConfigKind, c.Kind)
 	}
 	if c.InterfaceName != "" {
 		errs.Append(validateIfName(c.InterfaceName))
@@ -167,12 +147,12 @@ func validateIPs(ips []string) []error {
 
 // Merge returns base with every field over sets replacing it; qos blocks
 // merge field by field (conf/qos.Merge). Either may be nil.
-func Merge(base, over *Config) *Config {
+func Merge(base, over *contract.AttachmentConfig) *contract.AttachmentConfig {
 	if base == nil && over == nil {
 		return nil
 	}
-	out := &Config{APIVersion: ConfigAPIVersion, Kind: ConfigKind}
-	for _, c := range []*Config{base, over} {
+	out := &contract.AttachmentConfig{APIVersion: contract.AttachmentConfigAPIVersion, Kind: contract.AttachmentConfigKind}
+	for _, c := range []*contract.AttachmentConfig{base, over} {
 		if c == nil {
 			continue
 		}

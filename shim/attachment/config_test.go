@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/qos"
 )
 
@@ -71,7 +72,7 @@ func TestParseConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ParseConfig: %v", err)
 				}
-				if c.Kind != ConfigKind {
+				if c.Kind != contract.AttachmentConfigKind {
 					t.Fatalf("kind = %q", c.Kind)
 				}
 				return
@@ -90,8 +91,8 @@ func TestParseConfig(t *testing.T) {
 
 func TestMerge(t *testing.T) {
 	dscp10, dscp46 := 10, 46
-	class := &Config{InterfaceName: "data0", MAC: "02:00:00:00:00:01", QoS: qosSpec(&dscp10, 1000)}
-	claim := &Config{IPs: []string{"10.0.0.2/24"}, QoS: qosSpec(&dscp46, 0)}
+	class := &contract.AttachmentConfig{InterfaceName: "data0", MAC: "02:00:00:00:00:01", QoS: qosSpec(&dscp10, 1000)}
+	claim := &contract.AttachmentConfig{IPs: []string{"10.0.0.2/24"}, QoS: qosSpec(&dscp46, 0)}
 	got := Merge(class, claim)
 	if got.InterfaceName != "data0" || got.MAC != "02:00:00:00:00:01" || len(got.IPs) != 1 {
 		t.Fatalf("Merge = %+v", got)
@@ -99,7 +100,7 @@ func TestMerge(t *testing.T) {
 	if got.QoS == nil || got.QoS.DSCP == nil || *got.QoS.DSCP != 46 || got.QoS.EgressRate != 1000 {
 		t.Fatalf("Merge qos = %+v: want the claim's dscp over the class's rate", got.QoS)
 	}
-	if got.APIVersion != ConfigAPIVersion || got.Kind != ConfigKind {
+	if got.APIVersion != contract.AttachmentConfigAPIVersion || got.Kind != contract.AttachmentConfigKind {
 		t.Fatalf("Merge lost the identity: %+v", got)
 	}
 	claim.IPs[0] = "changed"

@@ -47,8 +47,8 @@ func FuzzParseConfig(f *testing.F) {
 		if _, err := ParseConfig(out); err != nil {
 			t.Fatalf("round trip of %s: %v", out, err)
 		}
-		if m := Merge(c, c); m.Validate() != nil {
-			t.Fatalf("Merge of a valid config is invalid: %v", m.Validate())
+		if m := Merge(c, c); Validate(m) != nil {
+			t.Fatalf("Merge of a valid config is invalid: %v", Validate(m))
 		}
 	})
 }

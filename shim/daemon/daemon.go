@@ -29,20 +29,20 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
 	"github.com/netclass-dev/netclass/shim/nodenetwork"
+	"github.com/netclass-dev/netclass/shim/nri"
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/prepare"
 	"github.com/netclass-dev/netclass/shim/publish"
 	"github.com/netclass-dev/netclass/shim/render"
-	"github.com/netclass-dev/netclass/shim/runtime"
 	"github.com/netclass-dev/netclass/shim/status"
 )
 
@@ -62,7 +62,7 @@ type Config struct {
 	// NoSharedDevices publishes slots from the start.
 	NoSharedDevices bool
 	// Observer, when set, receives the timing of every attached pod.
-	Observer func(runtime.Timing)
+	Observer func(nri.Timing)
 	// VFs lists the SR-IOV VFs of a PF (nil: SR-IOV networks are not published).
 	VFs publish.VFSource
 	// HealthAddress is where /healthz and /readyz answer the kubelet's
@@ -95,7 +95,7 @@ type Daemon struct {
 	// nodeNetsChanged asks for the NodeNetwork statuses to be written again.
 	nodeNetsChanged chan struct{}
 	store           *checkpoint.Store
-	runtime         *runtime.Plugin
+	runtime         *nri.Plugin
 	prepare         *prepare.Plugin
 	nodeNets        *nodenetwork.Reporter
 	events          record.EventBroadcaster
@@ -237,7 +237,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 	recorder := d.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netclass-dra", Host: d.cfg.NodeName})
 	reporter := &status.Reporter{Status: d.metrics.StatusWriter(&status.Writer{Client: d.kube}), Events: recorder}
 	runner := d.metrics.CNI(cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache")))
-	d.runtime = runtime.NewPlugin(ctx, d.store, runner, reporter)
+	d.runtime = nri.NewPlugin(ctx, d.store, runner, reporter)
 	d.runtime.Observer = d.cfg.Observer
 	d.runtime.Hooks = d.metrics
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
@@ -296,7 +296,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() { defer func() { done <- struct{}{} }(); f() }()
 	}
 	spawn(func() { d.publisher.Run(ctx, d.metrics.Sink(helper)) })
-	spawn(func() { runtime.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
+	spawn(func() { nri.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
 	spawn(func() { d.reportNodeNetworks(ctx) })
 	spawn(func() {
 		if !d.cfg.NoNodeDevices {
@@ -314,7 +314,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper, error) {
-	pluginDir := filepath.Join(d.cfg.KubeletDir, "plugins", attachment.DriverName)
+	pluginDir := filepath.Join(d.cfg.KubeletDir, "plugins", contract.DriverName)
 	registry := filepath.Join(d.cfg.KubeletDir, "plugins_registry")
 	for _, dir := range []string{pluginDir, registry} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -322,7 +322,7 @@ func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper,
 		}
 	}
 	helper, err := kubeletplugin.Start(ctx, d.metrics.DRAPlugin(d.prepare),
-		kubeletplugin.DriverName(attachment.DriverName),
+		kubeletplugin.DriverName(contract.DriverName),
 		kubeletplugin.KubeClient(d.kube),
 		kubeletplugin.NodeName(d.cfg.NodeName),
 		kubeletplugin.PluginDataDirectoryPath(pluginDir),

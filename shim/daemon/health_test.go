@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/netclass-dev/netclass/shim/metrics"
-	"github.com/netclass-dev/netclass/shim/runtime"
+	"github.com/netclass-dev/netclass/shim/nri"
 )
 
 func TestHealthHandler(t *testing.T) {
@@ -47,7 +47,7 @@ func TestHealthHandler(t *testing.T) {
 // TestHealthzFailsWhenWedged: a work loop that holds its lock makes
 // /healthz fail (the liveness probe restarts the daemon); once free, ok.
 func TestHealthzFailsWhenWedged(t *testing.T) {
-	p := runtime.NewPlugin(context.Background(), nil, nil, nil)
+	p := nri.NewPlugin(context.Background(), nil, nil, nil)
 	h := healthHandler(make(chan struct{}), p.Responsive)
 	probe := func() (int, string) {
 		rec := httptest.NewRecorder()

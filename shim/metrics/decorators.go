@@ -63,7 +63,7 @@ func outcome(call error, answered bool, claim error) string {
 	return Success
 }
 
-// CNI is the CNI runner netclass-dra's NRI plugin uses (runtime.CNI).
+// CNI is the CNI runner netclass-dra's NRI plugin uses (nri.CNI).
 type CNI interface {
 	Add(ctx context.Context, confList []byte, a cni.Attachment) (cni.Result, error)
 	Del(ctx context.Context, confList []byte, a cni.Attachment) error

@@ -2,7 +2,7 @@
 // named netclass_*, on a registry the caller passes (no global registry), and
 // the narrow decorators that feed them at the daemon's seams: the DRA kubelet
 // plugin, the CNI runner, the ResourceSlice sink and the claim status writer
-// (decorators.go); the NRI hooks report through runtime.HookObserver, and the
+// (decorators.go); the NRI hooks report through nri.HookObserver, and the
 // checkpoint is read at scrape time (checkpoint.go). Labels are bounded:
 // operation, hook, verb, plugin type, result, and the network's name, never a
 // pod or a claim.
@@ -116,7 +116,7 @@ func ResultOf(err error) string {
 	return Success
 }
 
-// ObserveHook records one NRI hook (runtime.HookObserver).
+// ObserveHook records one NRI hook (nri.HookObserver).
 func (m *DRA) ObserveHook(hook, result string, took time.Duration) {
 	if m == nil {
 		return

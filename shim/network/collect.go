@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
@@ -129,7 +130,7 @@ func read(objs Objects, host Host, self string) (objects, error) {
 
 func collectPodNetworks(in objects, class string, add func(Network, *Skip)) {
 	for _, pn := range in.podNets {
-		if pn.Spec.Provider != "" && pn.Spec.Provider != ncv1.Provider {
+		if pn.Spec.Provider != "" && pn.Spec.Provider != contract.Provider {
 			continue // another implementation's network: not ours to mention
 		}
 		add(FromPodNetwork(class, pn, in.node))

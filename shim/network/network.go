@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netconf"
@@ -104,7 +105,7 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork, node *netspec.Node) (Netw
 		return Network{}, &Skip{Ref: ref, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case pn.Spec.Provider != attachment.DriverName:
+	case pn.Spec.Provider != contract.DriverName:
 		return skip(ReasonOtherProvider, "provider is %q", pn.Spec.Provider)
 	case !pn.Spec.Enabled:
 		return skip(ReasonDisabled, "spec.enabled is false")
@@ -204,7 +205,7 @@ func describe(ref attachment.NetworkRef, labels map[string]string, params []byte
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNameTooLong,
 			Message: fmt.Sprintf("device attribute values are at most %d characters", resourceapi.DeviceAttributeMaxValueLength)}
 	}
-	conf, err := netconf.RenderParameters(ref.CNIName(), attachment.CNIVersion, params)
+	conf, err := netconf.RenderParameters(ref.CNIName(), contract.CNIVersion, params)
 	if err != nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
 	}

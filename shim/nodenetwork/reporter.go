@@ -11,9 +11,9 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
 // StatusAPI applies a NodeNetwork's status.
@@ -45,7 +45,7 @@ func (r *Reporter) Report(ctx context.Context, nn *ncv1.NodeNetwork, node Node) 
 	if r.Now != nil {
 		now = r.Now()
 	}
-	_, err := r.API.ApplyStatus(ctx, Apply(nn, v, now), metav1.ApplyOptions{FieldManager: attachment.FieldManager, Force: true})
+	_, err := r.API.ApplyStatus(ctx, Apply(nn, v, now), metav1.ApplyOptions{FieldManager: contract.FieldManager, Force: true})
 	if err != nil {
 		return fmt.Errorf("apply status of NodeNetwork %s: %w", nn.Name, err)
 	}

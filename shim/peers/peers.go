@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -123,7 +124,7 @@ func reservedFor(c resourceapi.ResourceClaim, pods map[types.UID]bool) bool {
 func AddressesOn(c resourceapi.ResourceClaim, ref attachment.NetworkRef) []netip.Addr {
 	var out []netip.Addr
 	for _, d := range c.Status.Devices {
-		if d.Driver != attachment.DriverName || d.NetworkData == nil || d.Data == nil {
+		if d.Driver != contract.DriverName || d.NetworkData == nil || d.Data == nil {
 			continue
 		}
 		var data struct {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -64,7 +65,7 @@ func claim(p corev1.Pod, class, netNS, net, ip string) resourceapi.ResourceClaim
 	return resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-" + net},
 		Status: resourceapi.ResourceClaimStatus{
 			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}},
-			Devices: []resourceapi.AllocatedDeviceStatus{{Driver: attachment.DriverName, Pool: "n", Device: "d",
+			Devices: []resourceapi.AllocatedDeviceStatus{{Driver: contract.DriverName, Pool: "n", Device: "d",
 				Data: &runtime.RawExtension{Raw: []byte(data)}, NetworkData: &resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{ip}}}}}}
 }
 

@@ -8,20 +8,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
 // OpaqueConfig merges the opaque configurations of driver netclass.dev that
 // apply to a request: the DeviceClass's first, then the claim's, later
 // entries overriding earlier ones. It returns nil when there is none.
-func OpaqueConfig(configs []resourceapi.DeviceAllocationConfiguration, request string) (*attachment.Config, error) {
+func OpaqueConfig(configs []resourceapi.DeviceAllocationConfiguration, request string) (*contract.AttachmentConfig, error) {
 	ordered := append([]resourceapi.DeviceAllocationConfiguration(nil), configs...)
 	sort.SliceStable(ordered, func(i, j int) bool {
 		return ordered[i].Source == resourceapi.AllocationConfigSourceClass && ordered[j].Source != resourceapi.AllocationConfigSourceClass
 	})
-	var merged *attachment.Config
+	var merged *contract.AttachmentConfig
 	for i, c := range ordered {
-		if c.Opaque == nil || c.Opaque.Driver != attachment.DriverName || !appliesTo(c.Requests, request) {
+		if c.Opaque == nil || c.Opaque.Driver != contract.DriverName || !appliesTo(c.Requests, request) {
 			continue
 		}
 		cfg, err := attachment.ParseConfig(c.Opaque.Parameters.Raw)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/attachment"
@@ -212,7 +213,7 @@ func (p *Plugin) build(ctx context.Context, claim *resourceapi.ResourceClaim) (*
 	}
 	var errs []error
 	for _, res := range claim.Status.Allocation.Devices.Results {
-		if res.Driver != attachment.DriverName {
+		if res.Driver != contract.DriverName {
 			continue
 		}
 		dev, err := p.device(ctx, claim, res, labels)

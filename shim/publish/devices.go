@@ -14,6 +14,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -91,26 +92,26 @@ func sanitize(s string) string {
 // Attributes are the device attributes of a network (DESIGN.md).
 func Attributes(n network.Network) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-		attachment.AttributeStdPodNetwork:   str(n.Ref.Name),
-		attachment.AttributeStdNetworkClass: str(n.Ref.Class),
-		attachment.AttributePodNetwork:      str(n.Ref.Name),
-		attachment.AttributeType:            str(n.Type),
-		attachment.AttributeKind:            str(n.Ref.Kind),
+		contract.AttributeStdPodNetwork:   str(n.Ref.Name),
+		contract.AttributeStdNetworkClass: str(n.Ref.Class),
+		contract.AttributePodNetwork:      str(n.Ref.Name),
+		contract.AttributeType:            str(n.Type),
+		contract.AttributeKind:            str(n.Ref.Kind),
 	}
 	if n.Ref.Namespace != "" {
-		attrs[attachment.AttributeStdPodNetworkNamespace] = str(n.Ref.Namespace)
+		attrs[contract.AttributeStdPodNetworkNamespace] = str(n.Ref.Namespace)
 	}
 	if n.ClusterNetwork != "" {
-		attrs[attachment.AttributeClusterNetwork] = str(n.ClusterNetwork)
+		attrs[contract.AttributeClusterNetwork] = str(n.ClusterNetwork)
 	}
 	if n.Master != "" {
-		attrs[attachment.AttributeMaster] = str(n.Master)
+		attrs[contract.AttributeMaster] = str(n.Master)
 	}
 	if n.VNI != 0 {
-		attrs[attachment.AttributeVNI] = integer(n.VNI)
+		attrs[contract.AttributeVNI] = integer(n.VNI)
 	}
 	if n.VLANID != 0 {
-		attrs[attachment.AttributeVLANID] = integer(n.VLANID)
+		attrs[contract.AttributeVLANID] = integer(n.VLANID)
 	}
 	return attrs
 }
@@ -140,8 +141,8 @@ func VFName(base string, vf VF) string {
 
 // Attributes of a VF device besides its network's.
 const (
-	AttributePCIAddress resourceapi.QualifiedName = attachment.DriverName + "/pciAddress"
-	AttributeVFIndex    resourceapi.QualifiedName = attachment.DriverName + "/vfIndex"
+	AttributePCIAddress resourceapi.QualifiedName = contract.DriverName + "/pciAddress"
+	AttributeVFIndex    resourceapi.QualifiedName = contract.DriverName + "/vfIndex"
 )
 
 // ReasonDuplicateDevice: a device name is already taken by an earlier network

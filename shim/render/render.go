@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/field"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
@@ -31,7 +31,7 @@ const (
 type Input struct {
 	Network network.Network
 	// Config is the request's merged opaque configuration (nil: none).
-	Config *attachment.Config
+	Config *contract.AttachmentConfig
 	// Rules are the compiled NetworkQoS egress rules for the pod on this network.
 	Rules []qos.Rule
 	// DeviceID is the SR-IOV VF allocated ("" for other networks): it is
@@ -69,7 +69,7 @@ func ConfList(in Input) ([]byte, error) {
 	} else if !eff.IsZero() {
 		main["qos"] = eff
 	}
-	list := map[string]any{"cniVersion": attachment.CNIVersion, "name": name, "plugins": plugins}
+	list := map[string]any{"cniVersion": contract.CNIVersion, "name": name, "plugins": plugins}
 	out, err := json.Marshal(list)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
@@ -83,7 +83,7 @@ func ConfList(in Input) ([]byte, error) {
 // StaticAddresses refuses a static MAC or static IPs unless the network allows
 // them: a claim could otherwise take over the addresses of another pod on the
 // segment (ARP/ND and the switch's learning follow whoever claims them).
-func StaticAddresses(n network.Network, cfg *attachment.Config) error {
+func StaticAddresses(n network.Network, cfg *contract.AttachmentConfig) error {
 	if cfg == nil || n.AllowStaticAddresses {
 		return nil
 	}
@@ -105,7 +105,7 @@ func allowHow(n network.Network) string {
 	return fmt.Sprintf("the annotation %s: \"true\" on the %s", ncv1.AnnotationAllowStaticAddresses, n.Ref.Kind)
 }
 
-func effectiveQoS(main map[string]any, cfg *attachment.Config) (*qos.Spec, error) {
+func effectiveQoS(main map[string]any, cfg *contract.AttachmentConfig) (*qos.Spec, error) {
 	var base *qos.Spec
 	if raw, ok := main["qos"]; ok && raw != nil {
 		b, err := json.Marshal(raw)
@@ -143,7 +143,7 @@ func setStateDirs(main map[string]any) {
 	}
 }
 
-func setCapabilities(main map[string]any, cfg *attachment.Config, deviceID bool) {
+func setCapabilities(main map[string]any, cfg *contract.AttachmentConfig, deviceID bool) {
 	want := map[string]bool{"deviceID": deviceID}
 	if cfg != nil {
 		want["mac"], want["ips"] = cfg.MAC != "", len(cfg.IPs) > 0

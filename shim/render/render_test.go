@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/attachment"
@@ -69,7 +70,7 @@ func TestConfList(t *testing.T) {
 		{
 			name: "claim qos merged over the network's, in the main plugin",
 			in: Input{Network: bridgeNet(`"qos":{"dscp":10,"egressRate":1000000,"egressBurst":100000},`),
-				Config: &attachment.Config{QoS: &qos.Spec{DSCP: intp(46)}}},
+				Config: &contract.AttachmentConfig{QoS: &qos.Spec{DSCP: intp(46)}}},
 			check: func(t *testing.T, l list) {
 				q := l.Plugins[0]["qos"].(map[string]any)
 				if q["dscp"] != 46.0 || q["egressRate"] != 1e6 || len(l.Plugins) != 1 {
@@ -80,7 +81,7 @@ func TestConfList(t *testing.T) {
 		{
 			name: "static mac and ips ask for the capabilities",
 			in: Input{Network: allowStatic(bridgeNet(`"capabilities":{"bandwidth":true},`)),
-				Config: &attachment.Config{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
+				Config: &contract.AttachmentConfig{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
 			check: func(t *testing.T, l list) {
 				caps := l.Plugins[0]["capabilities"].(map[string]any)
 				if caps["mac"] != true || caps["ips"] != true || caps["bandwidth"] != true {
@@ -91,7 +92,7 @@ func TestConfList(t *testing.T) {
 		{
 			name: "NetworkQoS rules chain netclass-qos, which takes the whole block",
 			in: Input{Network: bridgeNet(`"qos":{"dscp":10,"egress":[{"priority":1,"dscp":8,"classifier":{}}]},`),
-				Config: &attachment.Config{QoS: &qos.Spec{EgressRate: 2000000, EgressBurst: 20000}},
+				Config: &contract.AttachmentConfig{QoS: &qos.Spec{EgressRate: 2000000, EgressBurst: 20000}},
 				Rules:  []qos.Rule{{Priority: 40, DSCP: intp(20)}}},
 			check: func(t *testing.T, l list) {
 				if len(l.Plugins) != 2 || l.Plugins[1]["type"] != "netclass-qos" || l.Plugins[0]["qos"] != nil {
@@ -118,19 +119,19 @@ func TestConfList(t *testing.T) {
 		{
 			name: "static mac and ips on a network that does not allow them",
 			in: Input{Network: bridgeNet(""),
-				Config: &attachment.Config{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
+				Config: &contract.AttachmentConfig{MAC: "02:00:00:00:00:01", IPs: []string{"10.10.1.9/24"}}},
 			err: "mac: PodNetwork blue does not allow static addresses (an admin allows them with the annotation netclass.dev/allow-static-addresses",
 		},
 		{
 			name: "static ips on a Network: the ClusterNetwork decides",
 			in: Input{Network: network.Network{Ref: attachment.NetworkRef{Kind: "Network", Namespace: "t", Name: "red"}, ClusterNetwork: "overlay"},
-				Config: &attachment.Config{IPs: []string{"10.10.1.9/24"}}},
+				Config: &contract.AttachmentConfig{IPs: []string{"10.10.1.9/24"}}},
 			err: "ips: Network t/red does not allow static addresses (an admin allows them with spec.allowStaticAddresses on ClusterNetwork overlay)",
 		},
 		{
 			name: "an invalid merge is refused",
 			in: Input{Network: bridgeNet(""),
-				Config: &attachment.Config{QoS: &qos.Spec{EgressRate: 1000}}},
+				Config: &contract.AttachmentConfig{QoS: &qos.Spec{EgressRate: 1000}}},
 			err: "egressBurst",
 		},
 		{

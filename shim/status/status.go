@@ -21,6 +21,7 @@ import (
 	resourceac "k8s.io/client-go/applyconfigurations/resource/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -47,13 +48,6 @@ type Entry struct {
 	Message       string
 }
 
-// Data is the generic status.devices[].data netclass writes (seeds 000 and 004).
-type Data struct {
-	PodNetwork          string `json:"podNetwork"`
-	PodNetworkNamespace string `json:"podNetworkNamespace,omitempty"`
-	NetworkClass        string `json:"networkClass"`
-}
-
 // Apply builds the apply configuration of a claim's status with the entries.
 // Applying it with field manager netclass.dev makes these entries the
 // manager's whole set: entries it wrote before and does not list are removed,
@@ -71,12 +65,12 @@ func Apply(namespace, name string, entries []Entry, now time.Time) (*resourceac.
 }
 
 func deviceStatus(e Entry, now time.Time) (*resourceac.AllocatedDeviceStatusApplyConfiguration, error) {
-	data, err := json.Marshal(Data{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace, NetworkClass: e.Network.Class})
+	data, err := json.Marshal(contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace, NetworkClass: e.Network.Class})
 	if err != nil {
 		return nil, err
 	}
 	dev := resourceac.AllocatedDeviceStatus().
-		WithDriver(attachment.DriverName).WithPool(e.Pool).WithDevice(e.Device).
+		WithDriver(contract.DriverName).WithPool(e.Pool).WithDevice(e.Device).
 		WithData(runtime.RawExtension{Raw: data}).
 		WithConditions(condition(e, now))
 	if e.ShareID != "" {
@@ -141,7 +135,7 @@ func (w *Writer) Write(ctx context.Context, namespace, name string, entries []En
 	var last error
 	for i := range attempts {
 		_, last = w.Client.ResourceV1().ResourceClaims(namespace).ApplyStatus(ctx, ac,
-			metav1.ApplyOptions{FieldManager: attachment.FieldManager, Force: true})
+			metav1.ApplyOptions{FieldManager: contract.FieldManager, Force: true})
 		if applyDropsAllocation(last) {
 			last = w.update(ctx, namespace, name, entries, now())
 		}
@@ -196,7 +190,7 @@ func (w *Writer) update(ctx context.Context, namespace, name string, entries []E
 	}
 	devices := make([]resourceapi.AllocatedDeviceStatus, 0, len(claim.Status.Devices)+len(entries))
 	for _, d := range claim.Status.Devices {
-		if d.Driver != attachment.DriverName {
+		if d.Driver != contract.DriverName {
 			devices = append(devices, d)
 		}
 	}
@@ -208,7 +202,7 @@ func (w *Writer) update(ctx context.Context, namespace, name string, entries []E
 		devices = append(devices, d)
 	}
 	claim.Status.Devices = devices
-	_, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: attachment.FieldManager})
+	_, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	return err
 }
 

@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -96,7 +96,7 @@ func BenchmarkDRAPublish500PodNetworks(b *testing.B) {
 		start := time.Now()
 		err := parallel(len(names), 16, func(j int) error {
 			pn := &mnv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: names[j]},
-				Spec: mnv1.PodNetworkSpec{Enabled: true, Provider: attachment.DriverName, Parameters: runtime.RawExtension{Raw: params}}}
+				Spec: mnv1.PodNetworkSpec{Enabled: true, Provider: contract.DriverName, Parameters: runtime.RawExtension{Raw: params}}}
 			_, err := nc.MultinetworkV1().PodNetworks().Create(context.Background(), pn, metav1.CreateOptions{})
 			return err
 		})
@@ -143,7 +143,7 @@ func waitPublished(b *testing.B, e *harness.Env, class string, names []string) i
 			found := 0
 			for _, d := range devs {
 				bySlice[d.Slice]++
-				if d.Attr(attachment.AttributeStdNetworkClass) == class && want[d.Attr(attachment.AttributeStdPodNetwork)] {
+				if d.Attr(contract.AttributeStdNetworkClass) == class && want[d.Attr(contract.AttributeStdPodNetwork)] {
 					found++
 				}
 			}

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/conformance"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 )
@@ -29,17 +29,17 @@ func TestNetclassPodNetwork(t *testing.T) {
 	pn := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "multinetwork.networking.k8s.io/v1", "kind": "PodNetwork",
 		"metadata": map[string]any{"name": "conformance-" + harness.Unique(6)},
-		"spec":     map[string]any{"provider": attachment.DriverName, "parameters": harness.BridgeParams(bridge, harness.RandomSubnet())},
+		"spec":     map[string]any{"provider": contract.DriverName, "parameters": harness.BridgeParams(bridge, harness.RandomSubnet())},
 	}}
 	e.ForgetNetwork(pn.GetName(), 0)
 	conformance.Run(t, cluster(e), conformance.Implementation{
-		Driver: attachment.DriverName, NetworkClass: class, DeviceClass: class,
+		Driver: contract.DriverName, NetworkClass: class, DeviceClass: class,
 		Networks: []*unstructured.Unstructured{pn}, CheckInPod: true,
 	})
 	// The advertisement check tells drivers and classes apart.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, c := range []struct{ driver, class string }{{"other.example.com", class}, {attachment.DriverName, class + "-x"}} {
+	for _, c := range []struct{ driver, class string }{{"other.example.com", class}, {contract.DriverName, class + "-x"}} {
 		if got, err := conformance.FindAdvertised(ctx, e.Kube, c.driver, c.class, "", pn.GetName()); err != nil || len(got) != 0 {
 			t.Errorf("driver %s class %s: found %v (%v), want nothing", c.driver, c.class, got, err)
 		}
@@ -59,7 +59,7 @@ func TestNetclassNetwork(t *testing.T) {
 			"ipam": map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": harness.RandomSubnet()}}}}},
 	}}
 	conformance.Run(t, cluster(e), conformance.Implementation{
-		Driver: attachment.DriverName, NetworkClass: class, DeviceClass: class,
+		Driver: contract.DriverName, NetworkClass: class, DeviceClass: class,
 		Networks: []*unstructured.Unstructured{n}, CheckInPod: true, Timeout: 2 * time.Minute,
 		Setup: func(_ *testing.T, ns string) { e.ForgetNetwork(ns+"_conformance", vni) },
 	})

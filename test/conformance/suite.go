@@ -45,14 +45,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/testbed"
-)
-
-// Standard attributes of seed 000.
-const (
-	AttrPodNetwork          = "resource.kubernetes.io/podNetwork"
-	AttrPodNetworkNamespace = "resource.kubernetes.io/podNetworkNamespace"
-	AttrNetworkClass        = "resource.kubernetes.io/networkClass"
 )
 
 // NetworkClassGVR is the resource of NetworkClass objects.
@@ -213,8 +207,8 @@ func FindAdvertised(ctx context.Context, kube kubernetes.Interface, driver, clas
 	var out []Advertised
 	for _, sl := range list.Items {
 		for _, d := range sl.Spec.Devices {
-			if attr(d, AttrPodNetwork) == name && attr(d, AttrNetworkClass) == class &&
-				(namespace == "" || attr(d, AttrPodNetworkNamespace) == namespace) {
+			if attr(d, contract.AttributeStdPodNetwork) == name && attr(d, contract.AttributeStdNetworkClass) == class &&
+				(namespace == "" || attr(d, contract.AttributeStdPodNetworkNamespace) == namespace) {
 				out = append(out, Advertised{Slice: sl.Name, Pool: sl.Spec.Pool.Name, Device: d.Name})
 			}
 		}

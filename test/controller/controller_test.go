@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
@@ -168,7 +169,7 @@ func waitEvent(t *testing.T, e *env, namespace, name, reason string) corev1.Even
 		}
 		return list.Items[0], nil
 	}, func(ev corev1.Event) (bool, string) {
-		return ev.Source.Component == netclassv1alpha1.Provider, "source " + ev.Source.Component
+		return ev.Source.Component == contract.Provider, "source " + ev.Source.Component
 	})
 }
 
@@ -247,7 +248,7 @@ func testSeedYAML(t *testing.T, e *env) {
 	// A netclass PodNetwork created after the seed's is Ready: by then the controller has
 	// seen the seed's ones, and must not have touched them.
 	mine := e.name("after-seed")
-	e.createPodNetwork(t, mine, netclassv1alpha1.Provider, bridgeParams("nctb-a"))
+	e.createPodNetwork(t, mine, contract.Provider, bridgeParams("nctb-a"))
 	waitReady(t, e, mine, metav1.ConditionTrue, "Ready")
 	for _, name := range []string{"net-dataplane", "dataplane"} {
 		p, err := e.nc.MultinetworkV1().PodNetworks().Get(e.ctx, name, metav1.GetOptions{})
@@ -261,7 +262,7 @@ func testSeedYAML(t *testing.T, e *env) {
 			t.Errorf("foreign PodNetwork %s was touched: finalizers %v, %s", name, p.Finalizers, describe(p.Status.Conditions, "Ready"))
 		}
 		for _, mf := range p.ManagedFields {
-			if mf.Manager == netclassv1alpha1.Provider {
+			if mf.Manager == contract.FieldManager {
 				t.Errorf("foreign PodNetwork %s has fields managed by netclass.dev: %+v", name, mf)
 			}
 		}
@@ -304,7 +305,7 @@ func (e *env) patchPodNetwork(t *testing.T, name, patch string) {
 
 func testPodNetworkLifecycle(t *testing.T, e *env) {
 	name := e.name("blue")
-	e.createPodNetwork(t, name, netclassv1alpha1.Provider, bridgeParams("nctb-b"))
+	e.createPodNetwork(t, name, contract.Provider, bridgeParams("nctb-b"))
 	p := waitReady(t, e, name, metav1.ConditionTrue, "Ready")
 	if !slices.Contains(p.Finalizers, podnetwork.Finalizer) {
 		t.Errorf("finalizers %v lack %s", p.Finalizers, podnetwork.Finalizer)
@@ -340,8 +341,8 @@ func testPodNetworkLifecycle(t *testing.T, e *env) {
 // names the PodNetwork, next to a foreign driver's device whose data names another one.
 func testInUse(t *testing.T, e *env) {
 	used, other := e.name("used"), e.name("other")
-	e.createPodNetwork(t, used, netclassv1alpha1.Provider, bridgeParams("nctb-u"))
-	e.createPodNetwork(t, other, netclassv1alpha1.Provider, bridgeParams("nctb-o"))
+	e.createPodNetwork(t, used, contract.Provider, bridgeParams("nctb-u"))
+	e.createPodNetwork(t, other, contract.Provider, bridgeParams("nctb-o"))
 	waitReady(t, e, used, metav1.ConditionTrue, "Ready")
 	waitReady(t, e, other, metav1.ConditionTrue, "Ready")
 
@@ -362,11 +363,11 @@ func testInUse(t *testing.T, e *env) {
 		return &runtime.RawExtension{Raw: raw}
 	}
 	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-		{Request: "net", Driver: netclassv1alpha1.Provider, Pool: e.node, Device: "nctest-dev"},
+		{Request: "net", Driver: contract.DriverName, Pool: e.node, Device: "nctest-dev"},
 		{Request: "gpu", Driver: "foreign.example.com", Pool: e.node, Device: "gpu-0"},
 	}}}
 	claim.Status.Devices = []resourceapi.AllocatedDeviceStatus{
-		{Driver: netclassv1alpha1.Provider, Pool: e.node, Device: "nctest-dev", Data: data(map[string]string{"podNetwork": used, "networkClass": "netclass"})},
+		{Driver: contract.DriverName, Pool: e.node, Device: "nctest-dev", Data: data(map[string]string{"podNetwork": used, "networkClass": "netclass"})},
 		{Driver: "foreign.example.com", Pool: e.node, Device: "gpu-0", Data: data(map[string]string{"podNetwork": other})},
 	}
 	if claim, err = claims.UpdateStatus(e.ctx, claim, metav1.UpdateOptions{}); err != nil {

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -57,14 +57,14 @@ func TestDepartedNodeSlices(t *testing.T) {
 
 	slicesOf := func(ctx context.Context) (int, bool, error) {
 		list, err := e.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-			FieldSelector: "spec.driver=" + attachment.DriverName + ",spec.nodeName=" + node})
+			FieldSelector: "spec.driver=" + contract.DriverName + ",spec.nodeName=" + node})
 		if err != nil {
 			return 0, false, err
 		}
 		published := false
 		for _, s := range list.Items {
 			for _, d := range s.Spec.Devices {
-				if a := d.Attributes[attachment.AttributeStdPodNetwork]; a.StringValue != nil && *a.StringValue == pn {
+				if a := d.Attributes[contract.AttributeStdPodNetwork]; a.StringValue != nil && *a.StringValue == pn {
 					published = true
 				}
 			}

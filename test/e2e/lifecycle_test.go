@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
@@ -139,14 +139,14 @@ func TestPublishLifecycle(t *testing.T) {
 	for _, node := range e.Nodes {
 		d := e.WaitDeviceOn(t, node.Name, class, "", pn, true)
 		for attr, want := range map[resourceapi.QualifiedName]string{
-			attachment.AttributeStdPodNetwork: pn, attachment.AttributeStdNetworkClass: class,
-			attachment.AttributePodNetwork: pn, attachment.AttributeType: "netclass-bridge", attachment.AttributeKind: "PodNetwork",
+			contract.AttributeStdPodNetwork: pn, contract.AttributeStdNetworkClass: class,
+			contract.AttributePodNetwork: pn, contract.AttributeType: "netclass-bridge", contract.AttributeKind: "PodNetwork",
 		} {
 			if got := d.Attr(attr); got != want {
 				t.Errorf("node %s: attribute %s = %q, want %q", node.Name, attr, got, want)
 			}
 		}
-		if _, ok := d.Device.Attributes[attachment.AttributeStdPodNetworkNamespace]; ok {
+		if _, ok := d.Device.Attributes[contract.AttributeStdPodNetworkNamespace]; ok {
 			t.Errorf("node %s: a cluster-scoped network has podNetworkNamespace", node.Name)
 		}
 		if !ptr.Deref(d.Device.AllowMultipleAllocations, false) {

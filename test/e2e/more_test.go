@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -118,7 +118,7 @@ func TestInterfaceNames(t *testing.T) {
 		e.ClaimTemplate(t, ns, name, class, "", nets[i], nil)
 	}
 	e.WaitDevice(t, class, "", nets[2], true)
-	e.ClaimTemplate(t, ns, "data", class, "", nets[2], &attachment.Config{InterfaceName: "net1"})
+	e.ClaimTemplate(t, ns, "data", class, "", nets[2], &contract.AttachmentConfig{InterfaceName: "net1"})
 	e.RunPods(t, harness.Pod(ns, "multi", "blue", "data", "green"))
 	e.Attached(t, ns, "multi", "data", "net1")
 	e.Attached(t, ns, "multi", "blue", "net2")
@@ -144,7 +144,7 @@ func TestSlotFallback(t *testing.T) {
 		}
 		n := 0
 		for _, d := range devs {
-			if d.Attr(attachment.AttributeStdNetworkClass) == class && d.Attr(attachment.AttributeStdPodNetwork) == pn {
+			if d.Attr(contract.AttributeStdNetworkClass) == class && d.Attr(contract.AttributeStdPodNetwork) == pn {
 				if ptr.Deref(d.Device.AllowMultipleAllocations, false) {
 					return false, "", fmt.Errorf("slot %s is shareable", d.Device.Name)
 				}

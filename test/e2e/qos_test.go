@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/testbed"
@@ -71,7 +71,7 @@ func TestQoSMarksDSCP(t *testing.T) {
 	e.WaitDevice(t, class, "", pn, true)
 
 	ef := 46
-	e.ClaimTemplate(t, ns, "marked", class, "", pn, &attachment.Config{QoS: &qos.Spec{DSCP: &ef}})
+	e.ClaimTemplate(t, ns, "marked", class, "", pn, &contract.AttachmentConfig{QoS: &qos.Spec{DSCP: &ef}})
 	e.ClaimTemplate(t, ns, "plain", class, "", pn, nil)
 	nqos := &ncv1.NetworkQoS{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "af21-to-subnet"},

@@ -1,9 +1,5 @@
 package v1alpha1
 
-// Provider is the value of PodNetwork spec.provider that netclass handles; it
-// is also netclass's DRA driver name.
-const Provider = "netclass.dev"
-
 // Condition types and reasons shared by the kinds of this group. Each kind's
 // file lists the reasons specific to it.
 const (

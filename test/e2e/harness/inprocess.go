@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/netclass-dev/netclass/shim/daemon"
-	"github.com/netclass-dev/netclass/shim/runtime"
+	"github.com/netclass-dev/netclass/shim/nri"
 )
 
 // InProcess replaces node 1's netclass-dra subprocess with a daemon running in
@@ -21,7 +21,7 @@ import (
 // state directory, logs appended to the subprocess's log file), so that a
 // benchmark can observe each pod's timing (its pods must run on node 1). It returns when the daemon is ready; the returned function stops
 // it, and the next Shared call starts the subprocess again.
-func (e *Env) InProcess(tb testing.TB, observer func(runtime.Timing)) func() {
+func (e *Env) InProcess(tb testing.TB, observer func(nri.Timing)) func() {
 	tb.Helper()
 	if err := e.DRA.Stop(); err != nil {
 		tb.Fatalf("stop the netclass-dra subprocess: %v", err)

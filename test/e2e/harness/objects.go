@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/test/testbed"
 	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
@@ -38,7 +38,7 @@ func Unique(n int) string {
 
 // CEL is the guarded DeviceClass selector of a NetworkClass (notes/k8s-testbed.md).
 func CEL(class string) string {
-	return fmt.Sprintf(`device.driver == %q && device.attributes["resource.kubernetes.io"].?networkClass.orValue("") == %q`, attachment.DriverName, class)
+	return fmt.Sprintf(`device.driver == %q && device.attributes["resource.kubernetes.io"].?networkClass.orValue("") == %q`, contract.DriverName, class)
 }
 
 // Class creates a NetworkClass for the kind and a DeviceClass of the same
@@ -101,7 +101,7 @@ func (e *Env) PodNetwork(t testing.TB, name string, params map[string]any, label
 		t.Fatal(err)
 	}
 	pn := &mnv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: mnv1.PodNetworkSpec{Enabled: true, Provider: attachment.DriverName, Parameters: runtime.RawExtension{Raw: raw}}}
+		Spec: mnv1.PodNetworkSpec{Enabled: true, Provider: contract.DriverName, Parameters: runtime.RawExtension{Raw: raw}}}
 	if _, err := e.NC.MultinetworkV1().PodNetworks().Create(ctx, pn, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create PodNetwork %s: %v", name, err)
 	}
@@ -257,7 +257,7 @@ func (e *Env) Devices(ctx context.Context) ([]Device, error) {
 // DevicesOn lists the devices of netclass.dev slices of a node.
 func (e *Env) DevicesOn(ctx context.Context, node string) ([]Device, error) {
 	list, err := e.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-		FieldSelector: "spec.driver=" + attachment.DriverName + ",spec.nodeName=" + node})
+		FieldSelector: "spec.driver=" + contract.DriverName + ",spec.nodeName=" + node})
 	if err != nil {
 		return nil, err
 	}
@@ -282,8 +282,8 @@ func (e *Env) FindDeviceOn(ctx context.Context, node, class, namespace, name str
 		return Device{}, false, err
 	}
 	for _, d := range devs {
-		if d.Attr(attachment.AttributeStdNetworkClass) == class && d.Attr(attachment.AttributeStdPodNetwork) == name &&
-			d.Attr(attachment.AttributeStdPodNetworkNamespace) == namespace {
+		if d.Attr(contract.AttributeStdNetworkClass) == class && d.Attr(contract.AttributeStdPodNetwork) == name &&
+			d.Attr(contract.AttributeStdPodNetworkNamespace) == namespace {
 			return d, true, nil
 		}
 	}
@@ -338,7 +338,7 @@ func (e *Env) ForeignSlice(t testing.TB) string {
 }
 
 // Request is one request of a claim on a network.
-func Request(name, deviceClass, namespace, network string, cfg *attachment.Config) (resourceapi.DeviceRequest, []resourceapi.DeviceClaimConfiguration) {
+func Request(name, deviceClass, namespace, network string, cfg *contract.AttachmentConfig) (resourceapi.DeviceRequest, []resourceapi.DeviceClaimConfiguration) {
 	sel := fmt.Sprintf(`device.attributes["resource.kubernetes.io"].podNetwork == %q`, network)
 	if namespace != "" {
 		sel += fmt.Sprintf(` && device.attributes["resource.kubernetes.io"].?podNetworkNamespace.orValue("") == %q`, namespace)
@@ -348,11 +348,11 @@ func Request(name, deviceClass, namespace, network string, cfg *attachment.Confi
 	if cfg == nil {
 		return req, nil
 	}
-	cfg.APIVersion, cfg.Kind = attachment.ConfigAPIVersion, attachment.ConfigKind
+	cfg.APIVersion, cfg.Kind = contract.AttachmentConfigAPIVersion, contract.AttachmentConfigKind
 	raw, _ := json.Marshal(cfg)
 	return req, []resourceapi.DeviceClaimConfiguration{{Requests: []string{name},
 		DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
-			Driver: attachment.DriverName, Parameters: runtime.RawExtension{Raw: raw}}}}}
+			Driver: contract.DriverName, Parameters: runtime.RawExtension{Raw: raw}}}}}
 }
 
 // BridgeNet is where most attachment tests start: a netclass-bridge
@@ -379,7 +379,7 @@ func (e *Env) BridgeNet(t testing.TB, prefix, template string) BridgeNet {
 }
 
 // ClaimTemplate creates a ResourceClaimTemplate with one request on a network.
-func (e *Env) ClaimTemplate(t testing.TB, ns, name, deviceClass, netNamespace, network string, cfg *attachment.Config) {
+func (e *Env) ClaimTemplate(t testing.TB, ns, name, deviceClass, netNamespace, network string, cfg *contract.AttachmentConfig) {
 	t.Helper()
 	req, conf := Request("net", deviceClass, netNamespace, network, cfg)
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -466,7 +466,7 @@ func (e *Env) WaitClaimStatus(t testing.TB, ns, claim string, ok func(resourceap
 			}
 			got = c
 			for _, d := range c.Status.Devices {
-				if d.Driver == attachment.DriverName && ok(d) {
+				if d.Driver == contract.DriverName && ok(d) {
 					entry = d
 					return true, "", nil
 				}

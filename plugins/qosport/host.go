@@ -1,4 +1,4 @@
-package qos
+package qosport
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
@@ -18,7 +18,7 @@ import (
 // transaction) are independent, and are set up at once, while whatever an
 // earlier netclass left in the pod for the interface (rules at its IP
 // output, whose drops error the sender) goes.
-func applyHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+func applyHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	return attach.Parallel(
 		func() error { return shapeHost(a, host, plan) },
 		func() error { return markHost(a, plan) },
@@ -26,7 +26,7 @@ func applyHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	)
 }
 
-func shapeHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+func shapeHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	if plan.Egress != nil {
 		ifb, err := link.CreateIFB(HostIFBName(a.HostIf), host.Attrs().MTU, "netclass egress of "+a.HostIf)
 		if err != nil {
@@ -47,7 +47,7 @@ func shapeHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	return nil
 }
 
-func markHost(a Attachment, plan *cfg.Plan) error {
+func markHost(a Attachment, plan *qos.Plan) error {
 	if !plan.NeedsRules() {
 		return nil
 	}
@@ -91,7 +91,7 @@ func removeHostShaping(hostIf string) error {
 }
 
 // checkHost verifies everything applyHost makes.
-func checkHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+func checkHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	if plan.Egress != nil {
 		if err := checkHostIFB(a, host, plan); err != nil {
 			return fmt.Errorf("egress shaping: %w", err)
@@ -115,7 +115,7 @@ func checkHost(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	return nft.CheckPortQoS(c, a.HostIf, plan)
 }
 
-func checkHostIFB(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+func checkHostIFB(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	ifb, err := link.ByName(HostIFBName(a.HostIf))
 	if err != nil {
 		return err

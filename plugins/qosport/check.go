@@ -1,12 +1,12 @@
-package qos
+package qosport
 
 import (
-	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 )
 
 // Check verifies every qdisc, filter and rule the plan needs is in place and
 // unchanged, wherever Apply put it.
-func Check(a Attachment, plan *cfg.Plan) error {
+func Check(a Attachment, plan *qos.Plan) error {
 	if plan.IsZero() {
 		return nil
 	}

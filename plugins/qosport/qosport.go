@@ -1,4 +1,4 @@
-// Package qos applies a compiled qos.Plan to one attachment, composing the
+// Package qosport applies a compiled qos.Plan to one attachment, composing the
 // tc and nft mechanisms, the way a metering switch port would: a packet
 // over a meter's rate is dropped on its way, never turned into an error on
 // the sending socket, and where the attachment has a port on the host the
@@ -37,7 +37,7 @@
 // Without the hook the plan needs, Apply fails with an *nft.FeatureError
 // naming it: never a meter at the IP output path, whose drops reach the
 // sender as EPERM.
-package qos
+package qosport
 
 import (
 	"crypto/sha256"
@@ -48,7 +48,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
@@ -83,7 +83,7 @@ func HostIFBName(hostIf string) string {
 
 // Apply sets the plan up. On failure it removes what it made and returns
 // the error: nothing is left half-configured.
-func Apply(a Attachment, plan *cfg.Plan) error {
+func Apply(a Attachment, plan *qos.Plan) error {
 	if plan.IsZero() {
 		return nil
 	}
@@ -93,7 +93,7 @@ func Apply(a Attachment, plan *cfg.Plan) error {
 	return nil
 }
 
-func apply(a Attachment, plan *cfg.Plan) error {
+func apply(a Attachment, plan *qos.Plan) error {
 	host, port, err := hostPort(a)
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func hostPort(a Attachment) (netlink.Link, bool, error) {
 	return host, port, err
 }
 
-func tbf(s *cfg.Shaper) tc.TBF { return tc.TBF{RateBytes: s.RateBytes, BurstBytes: s.BurstBytes} }
+func tbf(s *qos.Shaper) tc.TBF { return tc.TBF{RateBytes: s.RateBytes, BurstBytes: s.BurstBytes} }
 
 // RemoveRules deletes what would outlive the pod's interface: the rules
 // (on the host and in the pod) and the IFBs. Callers about to delete the

@@ -1,4 +1,4 @@
-package qos
+package qosport
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
-	cfg "github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
@@ -16,7 +16,7 @@ import (
 
 // applyPod enforces the plan in the pod's namespace (host: the veth's host
 // end when the interface has one outside a bridge, shaping its ingress).
-func applyPod(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	// Rules first: a kernel without the egress hook fails here, before
 	// anything else is made.
 	if plan.NeedsRules() {
@@ -101,7 +101,7 @@ func removePodShaping(a Attachment) error {
 }
 
 // checkPod verifies everything applyPod makes.
-func checkPod(a Attachment, host netlink.Link, plan *cfg.Plan) error {
+func checkPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	err := netns.Do(a.PodNS, func() error {
 		l, err := link.ByName(a.IfName)
 		if err != nil {
@@ -131,7 +131,7 @@ func checkPod(a Attachment, host netlink.Link, plan *cfg.Plan) error {
 	return inPodNFT(a.PodNS, func(c *nftables.Conn) error { return nft.CheckPodQoS(c, a.IfName, plan) })
 }
 
-func checkPodIFB(a Attachment, l netlink.Link, plan *cfg.Plan) error {
+func checkPodIFB(a Attachment, l netlink.Link, plan *qos.Plan) error {
 	ifb, err := link.ByName(IFBName(a.IfName))
 	if err != nil {
 		return fmt.Errorf("ingress shaping: %w", err)

@@ -1,10 +1,10 @@
-// Package runtime is netclass-dra's NRI plugin: when containerd runs a pod
+// Package nri is netclass-dra's NRI plugin: when containerd runs a pod
 // sandbox it executes CNI ADD for the pod's prepared attachments inside NRI's
 // time budget, DEL when the sandbox stops or is removed, reconciles its
 // checkpoint with the sandboxes the runtime reports after every (re)connect,
 // runs CNI GC with the valid attachments once at start, and reconnects when
 // containerd restarts.
-package runtime
+package nri
 
 import (
 	"fmt"

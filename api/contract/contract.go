@@ -1,0 +1,101 @@
+// Package contract is what netclass's parts agree on, defined once: the
+// driver's names, the CNI version of every configuration, the device
+// attributes of its ResourceSlices, the data of its ResourceClaim status
+// entries and the opaque AttachmentConfig a claim or DeviceClass passes to
+// the driver. netclass-controller, netclass-dra and the tests take these from
+// here (DESIGN.md; a test of this package holds the rest of the repository to
+// it). It holds constants and types only: parsing and validation belong to
+// their consumers (shim/attachment is the node's parser). It imports no
+// Kubernetes package, so pure packages (conf/demo) can use it: the attribute
+// names are untyped constants, which become a resourceapi.QualifiedName
+// wherever one is expected.
+package contract
+
+import (
+	"github.com/netclass-dev/netclass/conf/qos"
+)
+
+// Fixed names.
+const (
+	// DriverName is the DRA driver name: the driver and pool owner of the
+	// ResourceSlices, of allocation results, opaque configurations and claim
+	// status entries.
+	DriverName = "netclass.dev"
+	// Provider is the PodNetwork spec.provider netclass handles, and the
+	// source component of netclass-controller's Events: the driver's name.
+	Provider = DriverName
+	// FieldManager is the field manager of every write netclass-dra and
+	// netclass-controller make.
+	FieldManager = "netclass.dev"
+	// CNIVersion is the CNI spec version of every configuration netclass
+	// renders or validates.
+	CNIVersion = "1.1.0"
+)
+
+// Standard device attributes of the NetworkClass proposal (seed 000). A device
+// that attaches pods to a network carries them in its ResourceSlice.
+const (
+	// StandardAttributeDomain is the domain of the standard attributes, as a
+	// CEL selector names it (device.attributes["resource.kubernetes.io"]).
+	StandardAttributeDomain = "resource.kubernetes.io"
+	// AttributeStdPodNetwork names the network object (of the Group/Version/Kind
+	// of the class in AttributeStdNetworkClass).
+	AttributeStdPodNetwork = "resource.kubernetes.io/podNetwork"
+	// AttributeStdPodNetworkNamespace names the namespace of a namespaced
+	// network object; it is absent for cluster-scoped ones.
+	AttributeStdPodNetworkNamespace = "resource.kubernetes.io/podNetworkNamespace"
+	// AttributeStdNetworkClass names an existing NetworkClass.
+	AttributeStdNetworkClass = "resource.kubernetes.io/networkClass"
+)
+
+// Device attributes netclass publishes besides the standard ones.
+const (
+	// AttributePodNetwork is seed 004's "<driver>/podNetwork" form.
+	AttributePodNetwork = DriverName + "/podNetwork"
+	// AttributeType is the main plugin type (netclass-bridge, netclass-vxlan, …).
+	AttributeType = DriverName + "/type"
+	// AttributeKind is the Kind of the network object (PodNetwork, Network).
+	AttributeKind = DriverName + "/kind"
+	// AttributeClusterNetwork names the ClusterNetwork of a Network.
+	AttributeClusterNetwork = DriverName + "/clusterNetwork"
+	// AttributeVNI is the VXLAN network identifier of a vxlan network.
+	AttributeVNI = DriverName + "/vni"
+	// AttributeVLANID is the 802.1Q VLAN ID of a vlan network.
+	AttributeVLANID = DriverName + "/vlanId"
+	// AttributeMaster is the node's underlay device the network uses.
+	AttributeMaster = DriverName + "/master"
+)
+
+// ClaimStatusData is the data of every status.devices[] entry of the driver in
+// a ResourceClaim (seeds 000 and 004): the network object the device attaches
+// to and its NetworkClass.
+type ClaimStatusData struct {
+	PodNetwork string `json:"podNetwork"`
+	// PodNetworkNamespace is empty for cluster-scoped network objects.
+	PodNetworkNamespace string `json:"podNetworkNamespace,omitempty"`
+	NetworkClass        string `json:"networkClass"`
+}
+
+// The opaque configuration's identity.
+const (
+	AttachmentConfigAPIVersion = "netclass.dev/v1alpha1"
+	AttachmentConfigKind       = "AttachmentConfig"
+)
+
+// AttachmentConfig is the opaque configuration of a claim request or
+// DeviceClass for driver DriverName. Every field but apiVersion and kind is
+// optional.
+type AttachmentConfig struct {
+	// APIVersion is AttachmentConfigAPIVersion.
+	APIVersion string `json:"apiVersion"`
+	// Kind is AttachmentConfigKind.
+	Kind string `json:"kind"`
+	// InterfaceName is the name of the interface in the pod (default net1, net2, …).
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// MAC is a static hardware address for the interface.
+	MAC string `json:"mac,omitempty"`
+	// IPs are static addresses in CIDR form, handed to IPAM (capability "ips").
+	IPs []string `json:"ips,omitempty"`
+	// QoS is merged over the network's qos block.
+	QoS *qos.Spec `json:"qos,omitempty"`
+}
