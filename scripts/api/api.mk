@@ -4,6 +4,7 @@
 
 generate:
 	scripts/api/generate.sh
+	cp conf/crd/*.yaml conf/helm/netclass/crds/ # the chart ships the same CRDs (conf/helm/chart_test.go)
 
 verify-generated:
 	scripts/api/generate.sh --verify
