@@ -137,7 +137,7 @@ JSON
 # gateway to the underlay), in the current network namespace.
 pod_bridge() {
   local idx=$1
-  ip link show "$POD_BRIDGE" >/dev/null 2>&1 || ip link add "$POD_BRIDGE" type bridge
+  ip link show "$POD_BRIDGE" >/dev/null 2>&1 || add_bridge "$POD_BRIDGE"
   ip addr replace "$(pod_gateway "$idx")/24" dev "$POD_BRIDGE"
   sysctl -qw "net.ipv6.conf.$POD_BRIDGE.disable_ipv6=1" 2>/dev/null || true   # no IPv6 on it
   ip link set "$POD_BRIDGE" up

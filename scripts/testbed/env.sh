@@ -141,6 +141,15 @@ underlay_if() {
   if (($1 == 1)); then printf '%s' "$UNDERLAY_BRIDGE"; else printf 'ul-n%s' "$1"; fi
 }
 
+# add_bridge NAME: a bridge with an address of its own (random, locally administered): a
+# bridge otherwise takes the lowest address of its ports, which changes as veths come and go,
+# and the neighbours' ARP entries for the addresses on it go stale (their next packets lost).
+add_bridge() {
+  local mac
+  mac=$(od -An -N5 -tx1 /dev/urandom | tr -s ' ' ':')
+  ip link add "$1" address "02${mac% }" type bridge
+}
+
 # env_value FILE KEY: the value of KEY in a KEY=value (or KEY="value") file, "" when absent.
 env_value() {
   local line

@@ -129,7 +129,7 @@ node_netns() {
   ip link add "$hv" type veth peer name "$ul" netns "$net"
   sysctl -qw "net.ipv6.conf.$hv.disable_ipv6=1" 2>/dev/null || true
   ip link set "$hv" master "$UNDERLAY_BRIDGE" up
-  nsenter --net="$net" bash -c "$(declare -f pod_bridge pod_gateway); $(declare -p POD_BRIDGE POD_NET)
+  nsenter --net="$net" bash -c "$(declare -f pod_bridge pod_gateway add_bridge); $(declare -p POD_BRIDGE POD_NET)
     set -e
     ip link set lo up
     sysctl -qw net.ipv6.conf.$ul.disable_ipv6=1 2>/dev/null || true

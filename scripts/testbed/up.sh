@@ -98,7 +98,7 @@ setup_network() {
   local b
   for b in "$UNDERLAY_BRIDGE" "$POD_BRIDGE"; do
     if ! ip link show "$b" >/dev/null 2>&1; then
-      ip link add "$b" type bridge
+      add_bridge "$b"
       printf '%s\n' "$b" >>"$STATE_DIR/bridges.created"
     fi
   done

@@ -85,7 +85,6 @@ func BenchmarkDRAPublish500PodNetworks(b *testing.B) {
 	e := harness.Shared(b)
 	class := e.Class(b, harness.PodNetworkKind)
 	nc := fastClient(b, e)
-	params, _ := json.Marshal(harness.BridgeParams("bench0", "10.240.0.0/24"))
 	for i := range b.N {
 		prefix := fmt.Sprintf("bench-pub-%s-%d-", harness.Unique(4), i)
 		names := make([]string, publishNetworks)
@@ -95,9 +94,15 @@ func BenchmarkDRAPublish500PodNetworks(b *testing.B) {
 		b.Cleanup(func() { deletePodNetworks(b, nc, names) })
 		start := time.Now()
 		err := parallel(len(names), 16, func(j int) error {
+			// a bridge of its own each: two PodNetworks on one bridge are a SegmentConflict
+			// (only one would be Ready and published); nothing creates the bridges here
+			params, err := json.Marshal(harness.BridgeParams(fmt.Sprintf("bp%d-%03d", i, j), "10.240.0.0/24"))
+			if err != nil {
+				return err
+			}
 			pn := &mnv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: names[j]},
 				Spec: mnv1.PodNetworkSpec{Enabled: true, Provider: contract.DriverName, Parameters: runtime.RawExtension{Raw: params}}}
-			_, err := nc.MultinetworkV1().PodNetworks().Create(context.Background(), pn, metav1.CreateOptions{})
+			_, err = nc.MultinetworkV1().PodNetworks().Create(context.Background(), pn, metav1.CreateOptions{})
 			return err
 		})
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,9 @@ func (s *suite) runNetwork(t *testing.T, ns string, net network, i int) {
 // Advertised is a device of the driver that advertises a network.
 type Advertised struct {
 	Slice, Pool, Device string
+	// Node is the node of the device's slice ("" when the slice is not tied
+	// to one node).
+	Node string
 }
 
 // FindAdvertised lists the devices of driver in the cluster's ResourceSlices
@@ -209,7 +213,7 @@ func FindAdvertised(ctx context.Context, kube kubernetes.Interface, driver, clas
 		for _, d := range sl.Spec.Devices {
 			if attr(d, contract.AttributeStdPodNetwork) == name && attr(d, contract.AttributeStdNetworkClass) == class &&
 				(namespace == "" || attr(d, contract.AttributeStdPodNetworkNamespace) == namespace) {
-				out = append(out, Advertised{Slice: sl.Name, Pool: sl.Spec.Pool.Name, Device: d.Name})
+				out = append(out, Advertised{Slice: sl.Name, Pool: sl.Spec.Pool.Name, Device: d.Name, Node: ptr.Deref(sl.Spec.NodeName, "")})
 			}
 		}
 	}
@@ -223,16 +227,21 @@ func attr(d resourceapi.Device, name resourceapi.QualifiedName) string {
 	return ""
 }
 
+// waitAdvertised waits until the network is advertised by a device the
+// suite's pods can get: one of a slice of the node they are pinned to, or of a
+// slice not tied to a node (on a cluster of several nodes, the other nodes'
+// devices may come first).
 func (s *suite) waitAdvertised(t *testing.T, net network) []Advertised {
 	var found []Advertised
-	what := fmt.Sprintf("a device of driver %s advertising %s %s/%s of NetworkClass %s", s.impl.Driver, s.kind, net.namespace, net.name, s.impl.NetworkClass)
+	what := fmt.Sprintf("a device of driver %s advertising %s %s/%s of NetworkClass %s for node %s", s.impl.Driver, s.kind, net.namespace, net.name, s.impl.NetworkClass, s.c.Node)
 	testbed.Poll(t, testbed.Context(t, s.impl.Timeout), 200*time.Millisecond, what, func(ctx context.Context) (bool, string, error) {
 		var err error
 		found, err = FindAdvertised(ctx, s.c.Kube, s.impl.Driver, s.impl.NetworkClass, net.namespace, net.name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return len(found) > 0, fmt.Sprintf("%d devices", len(found)), nil
+		onNode := slices.ContainsFunc(found, func(a Advertised) bool { return a.Node == "" || a.Node == s.c.Node })
+		return onNode, fmt.Sprintf("%d devices: %+v", len(found), found), nil
 	})
 	return found
 }

@@ -46,8 +46,9 @@ func TestVXLANNetwork(t *testing.T) {
 	e.Network(t, ns, "red", cluster, vni, harness.RandomSubnet())
 	e.WaitDevice(t, class, ns, "red", true)
 	e.ClaimTemplate(t, ns, "red", class, ns, "red", nil)
-	// TODO(lead): cross-node. Pinned to node 1: the VTEP is node 1's address, and
-	// the other nodes' remotes are not rendered per node yet.
+	// On node 1: this ClusterNetwork names node 1's address as its VTEP (local), so
+	// only node 1 can carry it. Networks whose underlay each node picks, across
+	// nodes: TestVXLANNetworkAcrossNodes (multinode_test.go).
 	e.RunPods(t, harness.PodOn(e.Node, ns, "a", "red"), harness.PodOn(e.Node, ns, "b", "red"))
 	a := e.Attached(t, ns, "a", "red", "net1")
 	b := e.Attached(t, ns, "b", "red", "net1")

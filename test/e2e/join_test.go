@@ -20,7 +20,7 @@ import (
 // ClusterNetwork and for a PodNetwork alike. It leaves: nodes 1 and 2 lose its address.
 // The time from the join (NodeNetwork Ready / Node created) to the flood entries on the
 // other nodes is logged (the target is 2 s).
-func TestNodeJoinsAndLeaves(t *testing.T) {
+func TestVXLANFollowsNodesJoiningAndLeaving(t *testing.T) {
 	e := harness.Shared(t)
 	n1, n2 := twoNodes(t, e)
 	nets := e.Class(t, harness.NetworkKind)
@@ -43,7 +43,7 @@ func TestNodeJoinsAndLeaves(t *testing.T) {
 	before := podUIDs(t, e, ns, "p1", "p2")
 	dev, pnDev := fmt.Sprintf("ncvx%d", vni), fmt.Sprintf("ncvx%d", pnVNI)
 
-	n3, leave := e.JoinNode(t)
+	n3 := e.AddNode(t, "")
 	joined := time.Now()
 	nodeNetworkOf(t, e, cluster, n3.Name)
 	ready := time.Now()
@@ -71,7 +71,7 @@ func TestNodeJoinsAndLeaves(t *testing.T) {
 	deletePod(t, e, ns, "p3")
 	waitGone(t, e, ns, "p3")
 	left := time.Now()
-	leave()
+	e.RemoveNode(t, n3.Name)
 	for _, n := range []bed.Node{n1, n2} {
 		waitFlood(t, n, dev, n3.IP, false)
 		waitFlood(t, n, pnDev, n3.IP, false)
