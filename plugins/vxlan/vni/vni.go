@@ -21,6 +21,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/segment"
 )
 
 // Lock serialises everything that creates, joins or removes the VNI's
@@ -131,62 +132,16 @@ func SyncFlood(c *netconf.VXLAN) error {
 	return link.SetFloodEntries(vx, c.RemoteIPs)
 }
 
+// Devices are the VNI's bridge and VXLAN device on this node.
+func Devices(c *netconf.VXLAN) segment.Devices {
+	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name}
+}
+
 // RemoveIfUnused deletes the VNI's bridge and VXLAN device once no pod is a
-// port of the bridge any more, unless another network owns them or the node
-// daemon manages them. The caller holds the VNI lock.
-func RemoveIfUnused(c *netconf.VXLAN) error {
-	return remove(c.BridgeName(), c.DeviceName(), c.Name, false)
-}
+// port of the bridge any more (see segment.Devices). The caller holds the
+// VNI lock.
+func RemoveIfUnused(c *netconf.VXLAN) error { return Devices(c).RemoveIfUnused() }
 
-// RemoveManagedIfUnused is RemoveIfUnused for the node daemon: it deletes
-// node-managed devices of network too. The caller holds the VNI lock.
-func RemoveManagedIfUnused(c *netconf.VXLAN) error {
-	return remove(c.BridgeName(), c.DeviceName(), c.Name, true)
-}
-
-func remove(bridge, device, network string, managed bool) error {
-	br, err := link.ByName(bridge)
-	if link.IsNotFound(err) {
-		return deleteIfOurs(device, network, managed)
-	}
-	if err != nil {
-		return err
-	}
-	if !ours(br, network, managed) {
-		return nil // another network's, or the node daemon's: never ours to delete
-	}
-	ports, err := link.Ports(br.Attrs().Index)
-	if err != nil {
-		return err
-	}
-	for _, p := range ports {
-		if p.Attrs().Name != device {
-			return nil // a pod still uses the VNI
-		}
-	}
-	return errors.Join(deleteIfOurs(device, network, managed), link.Delete(bridge))
-}
-
-// ours: the device is network's (untagged counts: created before tagging),
-// and, unless managed, not the node daemon's.
-func ours(l netlink.Link, network string, managed bool) bool {
-	if link.NodeManaged(l) && !managed {
-		return false
-	}
-	return link.Owned(l, network) || link.Untagged(l)
-}
-
-// deleteIfOurs deletes a device unless another network owns it.
-func deleteIfOurs(name, network string, managed bool) error {
-	l, err := link.ByName(name)
-	if link.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !ours(l, network, managed) {
-		return nil
-	}
-	return link.Delete(name)
-}
+// RemoveManagedIfUnused is RemoveIfUnused for the node daemon. The caller
+// holds the VNI lock.
+func RemoveManagedIfUnused(c *netconf.VXLAN) error { return Devices(c).RemoveManagedIfUnused() }
