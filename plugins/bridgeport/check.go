@@ -2,6 +2,7 @@ package bridgeport
 
 import (
 	"fmt"
+	"net"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ip"
@@ -12,7 +13,7 @@ import (
 
 // Check verifies the pair against a previous result: the pod end exists with
 // its MAC, addresses and routes, and the host end is its peer and still a
-// port of the bridge.
+// port of the bridge; both ends are up.
 func (p Port) Check(prev *current.Result) error {
 	var podIf *current.Interface
 	for _, i := range prev.Interfaces {
@@ -31,6 +32,9 @@ func (p Port) Check(prev *current.Result) error {
 		}
 		if podIf.Mac != "" && l.Attrs().HardwareAddr.String() != podIf.Mac {
 			return fmt.Errorf("%q has MAC %s, want %s", p.IfName, l.Attrs().HardwareAddr, podIf.Mac)
+		}
+		if l.Attrs().Flags&net.FlagUp == 0 {
+			return fmt.Errorf("%q is down", p.IfName)
 		}
 		if peerIndex, err = link.VethPeer(l); err != nil {
 			return err

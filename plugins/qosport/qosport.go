@@ -22,7 +22,7 @@
 // same way (its policing before its QoS meters). Nothing lives in the pod's
 // namespace: a pod with CAP_NET_ADMIN cannot remove any of it.
 //
-// Any other interface (macvlan, ipvlan, VLAN, VF, a veth whose host end is
+// Any other interface (macvlan, ipvlan, VLAN in the pod, VF, a veth whose host end is
 // routed or in another kind of switch) has no port on the host, and its
 // QoS lives in the pod's namespace, within reach of a pod with
 // CAP_NET_ADMIN:

@@ -2,27 +2,13 @@ package vlan
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
-	"github.com/netclass-dev/netclass/plugins/kernel/link"
-	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
-
-// removeLink deletes the pod's VLAN link; a link or namespace already gone
-// is success.
-func removeLink(netnsPath, ifname string) error {
-	err := netns.Do(netnsPath, func() error { return link.Delete(ifname) })
-	if err != nil && !errors.Is(err, netns.ErrNotFound) {
-		return fmt.Errorf("delete %q in %s: %w", ifname, netnsPath, err)
-	}
-	return nil
-}
 
 func cmdDel(args *skel.CmdArgs) error {
 	c, err := netconf.ParseVLAN(args.StdinData)
@@ -36,14 +22,20 @@ func cmdDel(args *skel.CmdArgs) error {
 	return attach.Del(context.Background(), ipamOf(c), rec, func(r *attach.Record) error { return teardown(c, r) })
 }
 
-// teardown removes the link and the state that outlives it, then the record.
+// teardown removes the pod's link (a bridged VLAN's veth, and the shared
+// devices with the last one) and the state that outlives it, then the
+// record. The record says which mode made the attachment: a record without
+// a bridge is a sub-interface in the pod.
 func teardown(c *netconf.VLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
-	err := attach.Parallel(
-		func() error { return qosport.RemoveRules(qosport.Attachment{PodNS: netnsPath, IfName: ifname}) },
-		func() error { return removeLink(netnsPath, ifname) },
-	)
-	if err != nil {
+	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname}
+	remove := func() error { return removeLink(netnsPath, ifname) }
+	if r.Bridge != "" {
+		p := port(containerID, ifname, netnsPath)
+		a.HostIf = p.HostName()
+		remove = func() error { return leave(c, p) }
+	}
+	if err := attach.Parallel(func() error { return qosport.RemoveRules(a) }, remove); err != nil {
 		return err
 	}
 	return store(c).Delete(c.Name, containerID, ifname)

@@ -12,6 +12,8 @@ import (
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -95,6 +97,68 @@ func TestVLANsThroughASwitch(t *testing.T) {
 	}
 }
 
+// The kernel allows one 802.1Q sub-interface per VLAN ID on a master, so
+// the pods of a VLAN on a host share it through the VLAN's bridge: two pods
+// of VLAN 100 on h1 reach each other and a pod on h2; a VLAN 200 pod on h1
+// on the same subnet reaches none of them; another network cannot join VLAN
+// 100's devices; the devices outlive the first DEL and go with the last.
+func TestPodsOfAVLANShareItsHostDevices(t *testing.T) {
+	h1, h2 := fabric(t)
+	blueA := conf(t, 100, "10.74.0.0/24", "10.74.0.10", "10.74.0.19", nil)
+	blueB := conf(t, 100, "10.74.0.0/24", "10.74.0.20", "10.74.0.29", nil)
+	blueC := conf(t, 100, "10.74.0.0/24", "10.74.0.30", "10.74.0.39", nil)
+	red := conf(t, 200, "10.74.0.0/24", "10.74.0.40", "10.74.0.49", map[string]any{"name": "red"})
+	a, b, c, r := cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t)
+	ra := h1.Add(t, plugin, blueA, a, "net1")
+	rb := h1.Add(t, plugin, blueB, b, "net1")
+	rc := h2.Add(t, plugin, blueC, c, "net1")
+	h1.Add(t, plugin, red, r, "net1")
+	for _, p := range []struct {
+		from *cnitest.Pod
+		to   *current.Result
+		what string
+	}{{a, rb, "a to b on the same host"}, {b, ra, "b to a"}, {a, rc, "a to c across the switch"}, {b, rc, "b to c"}} {
+		if err := traffic.Ping(p.from.NS, ip4(t, p.to), 5*time.Second); err != nil {
+			t.Errorf("VLAN 100, %s: %v", p.what, err)
+		}
+	}
+	for _, target := range []*current.Result{ra, rb, rc} {
+		if err := traffic.Ping(r.NS, ip4(t, target), time.Second); err == nil {
+			t.Errorf("a VLAN 200 pod on h1 reached VLAN 100's %s on the same subnet", ip4(t, target))
+		}
+	}
+
+	blue := netconf.VLAN{Master: "eth1", VLANID: 100}
+	for _, dev := range []string{blue.BridgeName(), blue.DeviceName()} {
+		if l := h1.NS.Link(t, dev); !strings.Contains(l.Attrs().Alias, "vl") {
+			t.Errorf("%s is not tagged with its network: alias %q", dev, l.Attrs().Alias)
+		}
+	}
+	_, err := h1.Exec(cnitest.NewPod(t).Call(plugin, "ADD", "net1",
+		conf(t, 100, "10.74.0.0/24", "10.74.0.50", "10.74.0.59", map[string]any{"name": "intruder"})))
+	if err == nil || !strings.Contains(err.Error(), `belongs to network "vl", not to network "intruder"`) {
+		t.Errorf("another network joined VLAN 100's devices: %v", err)
+	}
+
+	if err := h1.Del(plugin, blueA, a, "net1"); err != nil {
+		t.Fatal(err)
+	}
+	if !h1.NS.HasLink(t, blue.BridgeName()) || !h1.NS.HasLink(t, blue.DeviceName()) {
+		t.Fatal("the first DEL removed the devices b still uses")
+	}
+	if err := traffic.Ping(b.NS, ip4(t, rc), 5*time.Second); err != nil {
+		t.Errorf("b after a left: %v", err)
+	}
+	if err := h1.Del(plugin, blueB, b, "net1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{blue.BridgeName(), blue.DeviceName()} {
+		if h1.NS.HasLink(t, dev) {
+			t.Errorf("the last DEL left %s", dev)
+		}
+	}
+}
+
 func TestQoSOnAVLANAttachment(t *testing.T) {
 	egress, ingress := float64(traffic.Rate(20_000_000)), float64(traffic.Rate(10_000_000))
 	h1, h2 := fabric(t)
@@ -157,11 +221,12 @@ func TestQoSOnAVLANAttachment(t *testing.T) {
 	}
 }
 
-// A VLAN attachment has no host end: its marking and meters sit at the
-// interface's netdev egress hook in the pod. An application sending UDP at
-// three times a rule's rate sees no error on its socket and the receiver
-// across the switch gets the rule's rate; a TCP stream through another rule
-// converges near its rate without failing; the rules are where CHECK looks.
+// A VLAN attachment's host end is a port of the VLAN's bridge: its marking
+// and meters sit in the host's bridge table, like netclass-bridge's. An
+// application sending UDP at three times a rule's rate sees no error on its
+// socket and the receiver across the switch gets the rule's rate; a TCP
+// stream through another rule converges near its rate without failing; the
+// rules are where CHECK looks.
 func TestMetersOnAVLANAttachmentAreTransparent(t *testing.T) {
 	meterKbps := float64(traffic.Rate(5000))
 	h1, h2 := fabric(t)
@@ -200,14 +265,15 @@ func TestMetersOnAVLANAttachmentAreTransparent(t *testing.T) {
 	} else if tcp.ReceivedBps < 0.8*meterKbps*1000 || tcp.ReceivedBps > 1.2*meterKbps*1000 {
 		t.Errorf("TCP received %.2f Mbit/s, rule rate %.2f", tcp.ReceivedBps/1e6, meterKbps/1e3)
 	}
-	if out, err := exec.Command("ip", "netns", "exec", a.NS.Name, "nft", "list", "chain", "netdev", "netclass_net1", "egress").CombinedOutput(); err != nil ||
-		!strings.Contains(string(out), `hook egress device "net1"`) {
-		t.Errorf("no egress hook chain on net1 in the pod: %v\n%s", err, out)
+	hostIf := hostEnd(t, ra)
+	if out, err := exec.Command("ip", "netns", "exec", h1.NS.Name, "nft", "list", "chain", "bridge", nft.PortQoSTable, nft.PortChain(hostIf)).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "goto "+nft.PortChain(hostIf)+"/r0") {
+		t.Errorf("no rules for the host end %s in the host's bridge table: %v\n%s", hostIf, err, out)
 	}
 	if err := h1.Check(t, plugin, confA, ra, a, "net1"); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
-	run(t, "ip", "netns", "exec", a.NS.Name, "nft", "flush", "chain", "netdev", "netclass_net1", "r0")
+	run(t, "ip", "netns", "exec", h1.NS.Name, "nft", "flush", "chain", "bridge", nft.PortQoSTable, nft.PortChain(hostIf)+"/r0")
 	if err := h1.Check(t, plugin, confA, ra, a, "net1"); err == nil {
 		t.Error("CHECK passed with a rule's chain flushed")
 	}
@@ -219,6 +285,18 @@ func TestMetersOnAVLANAttachmentAreTransparent(t *testing.T) {
 	if out, _ := exec.Command("ip", "netns", "exec", a.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
 		t.Errorf("DEL left nftables state in the pod: %s", out)
 	}
+	if out, _ := exec.Command("ip", "netns", "exec", h1.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
+		t.Errorf("DEL left the host end's rules:\n%s", out)
+	}
+}
+
+// hostEnd is the host end of the pod's veth in a result.
+func hostEnd(t *testing.T, r *current.Result) string {
+	t.Helper()
+	if len(r.Interfaces) != 3 || r.Interfaces[1].Sandbox != "" {
+		t.Fatalf("interfaces %v, want bridge, host end, pod end", r.Interfaces)
+	}
+	return r.Interfaces[1].Name
 }
 
 func TestLinkInContainer(t *testing.T) {

@@ -177,27 +177,3 @@ func HolderOf(addr netip.Addr) (netlink.Link, error) {
 	}
 	return nil, fmt.Errorf("no link has address %s", addr)
 }
-
-// VLANSpec is an 802.1Q sub-interface of a parent link in the calling
-// thread's namespace, created with its final name in the target namespace.
-type VLANSpec struct {
-	Name        string
-	ParentIndex int
-	VLANID      int
-	MTU         int
-	TargetNSFd  int // -1: create it in the calling thread's namespace
-}
-
-// CreateVLAN creates the sub-interface (down) and returns the error as is,
-// so callers can tell a taken name (EEXIST) from other failures.
-func CreateVLAN(s VLANSpec) error {
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.ParentIndex, attrs.MTU = s.Name, s.ParentIndex, s.MTU
-	if s.TargetNSFd >= 0 {
-		attrs.Namespace = netlink.NsFd(s.TargetNSFd)
-	}
-	if err := netlink.LinkAdd(&netlink.Vlan{LinkAttrs: attrs, VlanId: s.VLANID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}); err != nil {
-		return fmt.Errorf("create vlan %q (id %d): %w", s.Name, s.VLANID, err)
-	}
-	return nil
-}

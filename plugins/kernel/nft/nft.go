@@ -20,7 +20,7 @@
 //     end's tc and netfilter ingress hooks alike (__netif_receive_skb_core);
 //     the bridge's own hooks still see it.
 //   - a pod interface's QoS (pod.go) when the attachment has no host end
-//     (macvlan, ipvlan, VLAN, VF...): a `netdev` table in the pod's
+//     (macvlan, ipvlan, a VLAN made in the pod, VF...): a `netdev` table in the pod's
 //     namespace whose chain hooks the interface's egress (Linux 5.16+). A
 //     drop there ends in dev_queue_xmit with NET_XMIT_DROP, which UDP and
 //     TCP treat like a full queue (no error on the socket), unlike a drop
