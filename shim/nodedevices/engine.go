@@ -4,9 +4,11 @@
 // VXLAN device and bridge exist, tagged as the node daemon's, with flood
 // entries exactly the network's remotes — so pods already running reach a
 // node that joins, and stop flooding to one that leaves, without being
-// restarted; and it removes the devices of a network that is no longer
-// offered once no pod uses them. The kernel work goes through plugins/vxlan/vni,
-// under the same per-VNI lock as netclass-vxlan.
+// restarted; for every netclass-vlan network (but linkInContainer ones,
+// whose master is inside the pod) the VLAN's sub-interface of master and
+// bridge. It removes the devices of a network that is no longer offered
+// once no pod uses them. The kernel work goes through plugins/vxlan/vni and
+// plugins/vlan/trunk, under the same per-segment locks as the plugins.
 package nodedevices
 
 import (
@@ -21,6 +23,8 @@ import (
 
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/segment"
+	"github.com/netclass-dev/netclass/plugins/vlan/trunk"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/shim/network"
 )
@@ -28,7 +32,7 @@ import (
 // Engine keeps the node's devices in line with the networks offered on it.
 type Engine struct {
 	// DataDir is the dataDir of the plugin configs netclass-dra renders:
-	// the per-VNI locks netclass-vxlan takes live there.
+	// the per-segment locks the plugins take live there.
 	DataDir string
 }
 
@@ -44,31 +48,51 @@ type Result struct {
 // cannot be made is reported in the error and does not stop the others.
 func (e *Engine) Sync(ctx context.Context, nets []network.Network) (Result, error) {
 	res := Result{Devices: map[string][]string{}}
-	wanted := map[string]bool{} // bridge names of offered VNIs
+	wanted := map[string]bool{} // bridge names of offered segments
 	var errs []error
 	for _, n := range nets {
-		if n.Type != netconf.TypeVXLAN {
-			continue
+		d, err := e.ensure(n)
+		if d != nil {
+			wanted[d.Bridge] = true
 		}
-		c, err := netconf.ParseVXLAN(n.Config)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("network %s: %w", n.Ref, err))
-			continue
-		}
-		c.DataDir = e.DataDir
-		wanted[c.BridgeName()] = true
-		if err := e.ensure(c); err != nil {
 			errs = append(errs, fmt.Errorf("devices of network %s: %w", n.Ref, err))
 			continue
 		}
-		res.Devices[c.Name] = []string{c.BridgeName(), c.DeviceName()}
+		if d != nil {
+			res.Devices[d.Network] = []string{d.Bridge, d.Uplink}
+		}
 	}
 	removed, err := e.removeUnwanted(ctx, wanted)
 	res.Removed = removed
 	return res, errors.Join(append(errs, err)...)
 }
 
-func (e *Engine) ensure(c *netconf.VXLAN) error {
+// ensure makes n's node devices exist and returns them; nil for a network
+// without node devices.
+func (e *Engine) ensure(n network.Network) (*segment.Devices, error) {
+	switch n.Type {
+	case netconf.TypeVXLAN:
+		c, err := netconf.ParseVXLAN(n.Config)
+		if err != nil {
+			return nil, err
+		}
+		c.DataDir = e.DataDir
+		d := vni.Devices(c)
+		return &d, e.ensureVXLAN(c)
+	case netconf.TypeVLAN:
+		c, err := netconf.ParseVLAN(n.Config)
+		if err != nil || c.LinkInContainer {
+			return nil, err
+		}
+		c.DataDir = e.DataDir
+		d := trunk.Devices(c)
+		return &d, e.ensureVLAN(c)
+	}
+	return nil, nil
+}
+
+func (e *Engine) ensureVXLAN(c *netconf.VXLAN) error {
 	unlock, err := vni.Lock(c)
 	if err != nil {
 		return err
@@ -87,7 +111,21 @@ func (e *Engine) ensure(c *netconf.VXLAN) error {
 	return vni.SyncFlood(c)
 }
 
-// removeUnwanted deletes the node-managed VNI devices of networks no longer
+func (e *Engine) ensureVLAN(c *netconf.VLAN) error {
+	unlock, err := trunk.Lock(c)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	u, err := trunk.Resolve(c)
+	if err != nil {
+		return err
+	}
+	_, err = trunk.Ensure(c, u, true)
+	return err
+}
+
+// removeUnwanted deletes the node-managed devices of segments no longer
 // offered, once no pod is a port of their bridge.
 func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]string, error) {
 	links, err := link.NodeManagedLinks()
@@ -96,52 +134,58 @@ func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]
 	}
 	var removed []string
 	var errs []error
-	seen := map[int]bool{}
+	seen := map[string]bool{}
 	for _, l := range links {
-		id, ok := vniOf(l)
-		if !ok || seen[id] {
+		d, lock, ok := e.segmentOf(l)
+		if !ok || seen[d.Bridge] || wanted[d.Bridge] {
 			continue
 		}
-		seen[id] = true
-		c := &netconf.VXLAN{Common: netconf.Common{Name: link.NodeManagedOwner(l), DataDir: e.DataDir}, VNI: id}
-		if wanted[c.BridgeName()] {
-			continue
-		}
-		gone, err := e.remove(c)
+		seen[d.Bridge] = true
+		gone, err := remove(d, lock)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("remove devices of VNI %d: %w", id, err))
+			errs = append(errs, fmt.Errorf("remove devices of bridge %q: %w", d.Bridge, err))
 			continue
 		}
 		if gone {
-			klog.FromContext(ctx).Info("Removed the node devices of a network that is gone", "vni", id, "bridge", c.BridgeName(), "vxlan", c.DeviceName())
-			removed = append(removed, c.BridgeName(), c.DeviceName())
+			klog.FromContext(ctx).Info("Removed the node devices of a network that is gone", "network", d.Network, "bridge", d.Bridge, "uplink", d.Uplink)
+			removed = append(removed, d.Bridge, d.Uplink)
 		}
 	}
 	return removed, errors.Join(errs...)
 }
 
-// remove deletes the VNI's devices if unused; gone says whether they are gone.
-func (e *Engine) remove(c *netconf.VXLAN) (bool, error) {
-	unlock, err := vni.Lock(c)
+// remove deletes the segment's devices if unused; gone says whether they are gone.
+func remove(d segment.Devices, lock func() (func(), error)) (bool, error) {
+	unlock, err := lock()
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	if err := vni.RemoveManagedIfUnused(c); err != nil {
+	if err := d.RemoveManagedIfUnused(); err != nil {
 		return false, err
 	}
-	_, err = link.ByName(c.BridgeName())
+	_, err = link.ByName(d.Bridge)
 	return link.IsNotFound(err), nil
 }
 
-// vniOf reads the VNI of a node-managed VXLAN device or per-VNI bridge.
-func vniOf(l netlink.Link) (int, bool) {
-	name := l.Attrs().Name
+// segmentOf reads, from a node-managed device's name, the segment it belongs
+// to and the lock the plugins take for it.
+func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, func() (func(), error), bool) {
+	name, owner := l.Attrs().Name, link.NodeManagedOwner(l)
 	for _, prefix := range []string{"ncbr", "ncvx"} {
 		if s, ok := strings.CutPrefix(name, prefix); ok {
 			id, err := strconv.Atoi(s)
-			return id, err == nil && id > 0 && id <= netconf.MaxVNI
+			if err != nil || id <= 0 || id > netconf.MaxVNI {
+				return segment.Devices{}, nil, false
+			}
+			c := &netconf.VXLAN{Common: netconf.Common{Name: owner, DataDir: e.DataDir}, VNI: id}
+			return vni.Devices(c), func() (func(), error) { return vni.Lock(c) }, true
 		}
 	}
-	return 0, false
+	bridge, uplink, ok := netconf.VLANDevicesOf(name)
+	if !ok {
+		return segment.Devices{}, nil, false
+	}
+	d := segment.Devices{Bridge: bridge, Uplink: uplink, Network: owner}
+	return d, func() (func(), error) { return trunk.LockBridge(e.DataDir, bridge) }, true
 }

@@ -103,7 +103,8 @@ type NodeNetworkStatus struct {
 	LocalAddress IPAddress `json:"localAddress,omitempty"`
 
 	// devices are the node devices the node daemon keeps for the Networks of
-	// this ClusterNetwork on the node (a VNI's VXLAN device and bridge),
+	// this ClusterNetwork on the node (a VNI's VXLAN device and bridge, a
+	// VLAN's sub-interface of master and bridge),
 	// created when the network can be used here and removed when it is gone
 	// and no pod uses them.
 	// +listType=set

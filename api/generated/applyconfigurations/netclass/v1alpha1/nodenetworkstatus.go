@@ -24,7 +24,8 @@ type NodeNetworkStatusApplyConfiguration struct {
 	// node; the controller uses it to fill other nodes' remotes.
 	LocalAddress *netclassv1alpha1.IPAddress `json:"localAddress,omitempty"`
 	// devices are the node devices the node daemon keeps for the Networks of
-	// this ClusterNetwork on the node (a VNI's VXLAN device and bridge),
+	// this ClusterNetwork on the node (a VNI's VXLAN device and bridge, a
+	// VLAN's sub-interface of master and bridge),
 	// created when the network can be used here and removed when it is gone
 	// and no pod uses them.
 	Devices []string `json:"devices,omitempty"`
