@@ -24,8 +24,9 @@ import (
 type fakeCNI struct {
 	mu      sync.Mutex
 	calls   []string
-	failAdd map[string]error // ifName → error
-	block   bool             // ADD waits for its context
+	failAdd map[string]error         // ifName → error
+	block   bool                     // ADD waits for its context
+	gate    map[string]chan struct{} // network → ADD waits until closed (or its context ends)
 	cached  map[string]cni.Result
 	gc      map[string][]string
 	failDel int // the next failDel DELs fail
@@ -35,6 +36,18 @@ func (f *fakeCNI) record(s string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, s)
+}
+
+// waitFor polls, with a deadline, until call was made.
+func (f *fakeCNI) waitFor(t *testing.T, call string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(f.Calls(), call) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in %v", call, f.Calls())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
 }
 
 func (f *fakeCNI) Calls() []string {
@@ -54,6 +67,13 @@ func (f *fakeCNI) Add(ctx context.Context, conf []byte, a cni.Attachment) (cni.R
 	if f.block {
 		<-ctx.Done()
 		return cni.Result{}, ctx.Err()
+	}
+	if g, ok := f.gate[netName(conf)]; ok {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return cni.Result{}, ctx.Err()
+		}
 	}
 	if err := f.failAdd[a.IfName]; err != nil {
 		return cni.Result{}, err
@@ -360,31 +380,64 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-// A long reconciliation never makes RunPodSandbox overrun NRI's budget: the
-// sandbox fails in time (and the kubelet retries it).
-func TestBusyReconciliationFailsSandboxInTime(t *testing.T) {
+// A long reconciliation never blocks a sandbox of an unrelated pod, and a
+// sandbox of a pod sharing the claim it is stuck on fails in time, never
+// overrunning NRI's budget (the kubelet retries it).
+func TestBusyReconciliationBlocksOnlyItsClaim(t *testing.T) {
 	h := newHarness(t)
 	h.put(t, claimRec("c1", "a", 0, "p1", dev("blue", "")))
 	h.put(t, claimRec("c2", "b", 0, "p2", dev("red", "")))
-	h.cni.block = true
+	shared := claimRec("c1", "a", 0, "p1", dev("blue", ""))
+	shared.Pods = append(shared.Pods, checkpoint.Pod{UID: "p3", Namespace: "ns", Name: "pod-p3"})
+	h.put(t, shared)
+	h.cni.gate = map[string]chan struct{}{"blue": make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.plugin.Reconcile(ctx, []*api.PodSandbox{h.sandbox("sb1", "p1")}); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(h.cni.Calls(), "ADD blue sb1 net1") {
-		if time.Now().After(deadline) {
-			t.Fatal("the reconciliation did not start its ADD")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
+	h.cni.waitFor(t, "ADD blue sb1 net1")
 	h.plugin.setBudget(func() time.Duration { return 400 * time.Millisecond })
 	h.plugin.Margin = 100 * time.Millisecond
+	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb2", "p2")); err != nil {
+		t.Fatalf("a sandbox of an unrelated claim during a reconciliation: %v", err)
+	}
 	start := time.Now()
-	err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb2", "p2"))
+	err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb3", "p3"))
 	if err == nil || !strings.Contains(err.Error(), "busy") || time.Since(start) > 400*time.Millisecond {
-		t.Fatalf("RunPodSandbox during a reconciliation: %v after %v", err, time.Since(start))
+		t.Fatalf("a sandbox of the claim the reconciliation is stuck on: %v after %v", err, time.Since(start))
+	}
+	if calls := h.cni.Calls(); slices.Contains(calls, "ADD blue sb3 net1") {
+		t.Fatalf("two ADDs on one claim at once: %v", calls)
 	}
 	cancel()
 	<-done
 	h.plugin.Wait()
+}
+
+// Sandboxes of different pods attach in parallel: while one pod's ADD is in
+// progress, another pod's sandbox is attached and answered.
+func TestSandboxesOfDifferentPodsAttachInParallel(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c1", "a", 0, "p1", dev("blue", "")))
+	h.put(t, claimRec("c2", "b", 0, "p2", dev("red", "")))
+	gate := make(chan struct{})
+	h.cni.gate = map[string]chan struct{}{"blue": gate}
+	first := make(chan error, 1)
+	go func() { first <- h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p1")) }()
+	h.cni.waitFor(t, "ADD blue sb1 net1")
+	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb2", "p2")); err != nil {
+		t.Fatalf("the second pod, while the first one's ADD runs: %v", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first pod finished before its ADD did: %v", err)
+	default:
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	h.plugin.Wait()
+	if h.attachments("c1") != 1 || h.attachments("c2") != 1 {
+		t.Fatalf("attachments: c1 %d, c2 %d", h.attachments("c1"), h.attachments("c2"))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,10 +76,11 @@ type Plugin struct {
 	// Hooks, when set, is told about every NRI hook answered (metrics).
 	Hooks HookObserver
 
-	// sem serialises sandbox handling, Unprepare and reconciliation; it is
-	// taken with the caller's deadline, so a long reconciliation makes a
-	// sandbox fail (and be retried) instead of overrunning NRI's budget.
-	sem      chan struct{}
+	// locks orders sandbox handling, Unprepare and reconciliation per
+	// claim (unrelated pods run in parallel); they are taken with the
+	// caller's deadline, so work stuck on a claim makes a sandbox of the
+	// same claim fail (and be retried) instead of overrunning NRI's budget.
+	locks    *locks
 	budgetMu sync.Mutex
 	budget   func() time.Duration
 	wg       sync.WaitGroup
@@ -91,35 +93,55 @@ type Plugin struct {
 
 // NewPlugin returns a plugin; logCtx carries the logger for background work.
 func NewPlugin(logCtx context.Context, store Store, runner CNI, reporter Reporter) *Plugin {
-	return &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), sem: make(chan struct{}, 1)}
+	return &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), locks: newLocks()}
 }
 
-// acquire takes the plugin's lock, giving up when ctx ends.
-func (p *Plugin) acquire(ctx context.Context) error {
-	select {
-	case p.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("netclass-dra is busy (reconciling with the runtime): %w", ctx.Err())
+// livenessKey is a claim UID no claim has: taking its lock answers
+// whether the work loop takes new work.
+const livenessKey = types.UID("netclass-dra/liveness")
+
+// lockPod takes the locks of the claims reserved for a pod and returns the
+// claims, read again under them.
+func (p *Plugin) lockPod(ctx context.Context, pod types.UID) ([]*checkpoint.Claim, func(), error) {
+	for {
+		before := p.Store.ForPod(pod)
+		release, err := p.locks.lock(ctx, claimUIDs(before)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		claims := p.Store.ForPod(pod)
+		if !slices.ContainsFunc(claimUIDs(claims), func(u types.UID) bool { return !slices.Contains(claimUIDs(before), u) }) {
+			return claims, release, nil
+		}
+		release() // a claim was prepared for the pod meanwhile: take its lock too
 	}
 }
 
-func (p *Plugin) release() { <-p.sem }
-
-// Hold takes the work loop's lock until the returned release is called (for
-// callers that must keep every sandbox out, and for tests of a wedged loop).
-func (p *Plugin) Hold() (release func()) {
-	p.sem <- struct{}{}
-	return p.release
+func claimUIDs(claims []*checkpoint.Claim) []types.UID {
+	out := make([]types.UID, len(claims))
+	for i, c := range claims {
+		out[i] = c.UID
+	}
+	return out
 }
 
-// Responsive reports whether the work loop answers: its lock, which every
-// sandbox, Unprepare and reconciliation takes, is free before ctx ends.
+// Hold keeps every claim's work out until the returned release is called
+// (for callers that must keep every sandbox out, and for tests of a wedged
+// loop).
+func (p *Plugin) Hold() (release func()) {
+	release, _ = p.locks.lockAll(context.Background())
+	return release
+}
+
+// Responsive reports whether the work loop takes new work before ctx ends:
+// nothing holds every claim (work stuck on one claim does not count: it
+// holds up that claim only, within its own deadline).
 func (p *Plugin) Responsive(ctx context.Context) error {
-	if err := p.acquire(ctx); err != nil {
+	release, err := p.locks.lock(ctx, livenessKey)
+	if err != nil {
 		return err
 	}
-	p.release()
+	release()
 	return nil
 }
 
@@ -160,11 +182,11 @@ func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	budget := p.currentBudget()
 	ctx, cancel := context.WithDeadline(ctx, start.Add(budget-p.margin()))
 	defer cancel()
-	if err := p.acquire(ctx); err != nil {
+	claims, release, err := p.lockPod(ctx, types.UID(pod.GetUid())) // read again: reconciliation may have attached it
+	if err != nil {
 		return fmt.Errorf("netclass-dra: %w", err)
 	}
-	defer p.release()
-	claims := p.Store.ForPod(types.UID(pod.GetUid())) // again: reconciliation may have attached it
+	defer release()
 	logger := klog.FromContext(p.logCtx).WithValues("pod", klog.KRef(pod.GetNamespace(), pod.GetName()), "sandbox", short(pod.GetId()))
 	steps, failed, err := p.attach(ctx, pod, claims)
 	addDone := time.Since(start)
@@ -342,20 +364,20 @@ func (p *Plugin) detachSandbox(ctx context.Context, pod *api.PodSandbox) error {
 
 // detachOnce deletes the sandbox's attachments that are left.
 func (p *Plugin) detachOnce(ctx context.Context, pod *api.PodSandbox) error {
-	if err := p.acquire(ctx); err != nil {
+	claims, release, err := p.lockPod(ctx, types.UID(pod.GetUid()))
+	if err != nil {
 		return err
 	}
-	defer p.release()
+	defer release()
 	var errs []error
-	for _, c := range p.Store.ForPod(types.UID(pod.GetUid())) {
+	for _, c := range claims {
 		for i, d := range c.Devices {
 			if a, ok := d.Attachment(pod.GetId()); ok {
 				errs = append(errs, p.detach(ctx, c.UID, i, d, podOf(c, a.PodUID), *a))
 			}
 		}
 	}
-	err := errors.Join(errs...)
-	if err == nil {
+	if err = errors.Join(errs...); err == nil {
 		p.epochs.forget(pod.GetId())
 	}
 	return err
@@ -363,10 +385,11 @@ func (p *Plugin) detachOnce(ctx context.Context, pod *api.PodSandbox) error {
 
 // Detach removes every attachment left on a claim (Unprepare).
 func (p *Plugin) Detach(ctx context.Context, c *checkpoint.Claim) error {
-	if err := p.acquire(ctx); err != nil {
+	release, err := p.locks.lock(ctx, c.UID)
+	if err != nil {
 		return err
 	}
-	defer p.release()
+	defer release()
 	if fresh, ok := p.Store.Get(c.UID); ok {
 		c = fresh
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
@@ -39,14 +40,11 @@ func (p *Plugin) Reconcile(ctx context.Context, pods []*api.PodSandbox) {
 }
 
 // reconcile works from a list taken at the start of epoch: attachments made
-// since are newer than the list and never taken for gone.
+// since are newer than the list and never taken for gone. It holds one
+// claim's lock at a time (one pod's claims' when attaching it), so sandboxes
+// of other claims go on meanwhile; CNI GC holds every claim's.
 func (p *Plugin) reconcile(ctx context.Context, pods []*api.PodSandbox, epoch uint64) {
 	logger := klog.FromContext(ctx)
-	if err := p.acquire(ctx); err != nil {
-		logger.Error(err, "Reconciliation skipped")
-		return
-	}
-	defer p.release()
 	running := map[string]*api.PodSandbox{}
 	for _, pod := range pods {
 		if ns := NetNS(pod); ns != "" && exists(ns) {
@@ -57,7 +55,15 @@ func (p *Plugin) reconcile(ctx context.Context, pods []*api.PodSandbox, epoch ui
 	attached, failed := p.attachMissing(ctx, running)
 	logger.Info("Reconciled attachments with the runtime", "sandboxes", len(running),
 		"deleted", dropped, "adopted", adopted, "attachedLate", attached, "failed", failed)
-	p.gcOnce.Do(func() { p.gc(ctx) })
+	p.gcOnce.Do(func() {
+		release, err := p.locks.lockAll(ctx)
+		if err != nil {
+			logger.Error(err, "CNI GC skipped")
+			return
+		}
+		defer release()
+		p.gc(ctx)
+	})
 }
 
 // dropStale deletes attachments whose sandbox is gone and settles the ones
@@ -65,29 +71,46 @@ func (p *Plugin) reconcile(ctx context.Context, pods []*api.PodSandbox, epoch ui
 // its sandbox is not in the list, it was made before the list (epoch), and
 // its network namespace no longer exists.
 func (p *Plugin) dropStale(ctx context.Context, running map[string]*api.PodSandbox, epoch uint64) (dropped, adopted int) {
-	for _, c := range p.Store.List() {
-		for i, d := range c.Devices {
-			for _, a := range d.Attachments {
-				pod := podOf(c, a.PodUID)
-				if _, ok := running[a.SandboxID]; !ok {
-					if reason := p.maybeAlive(a, epoch); reason != "" {
-						klog.FromContext(ctx).V(2).Info("Kept an attachment missing from the runtime's list", "claim", klog.KRef(c.Namespace, c.Name),
-							"sandbox", short(a.SandboxID), "reason", reason)
-						continue
-					}
-					if err := p.detach(ctx, c.UID, i, d, pod, a); err != nil {
-						klog.FromContext(ctx).Error(err, "Deleting the attachment of a gone sandbox failed", "claim", klog.KRef(c.Namespace, c.Name))
-						continue
-					}
-					dropped++
+	for _, listed := range p.Store.List() {
+		release, err := p.locks.lock(ctx, listed.UID)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Reconciliation stopped")
+			return dropped, adopted
+		}
+		d, a := p.dropStaleOf(ctx, listed.UID, running, epoch)
+		release()
+		dropped, adopted = dropped+d, adopted+a
+	}
+	return dropped, adopted
+}
+
+// dropStaleOf is dropStale for one claim, whose lock the caller holds.
+func (p *Plugin) dropStaleOf(ctx context.Context, uid types.UID, running map[string]*api.PodSandbox, epoch uint64) (dropped, adopted int) {
+	c, ok := p.Store.Get(uid)
+	if !ok {
+		return 0, 0 // unprepared meanwhile
+	}
+	for i, d := range c.Devices {
+		for _, a := range d.Attachments {
+			pod := podOf(c, a.PodUID)
+			if _, ok := running[a.SandboxID]; !ok {
+				if reason := p.maybeAlive(a, epoch); reason != "" {
+					klog.FromContext(ctx).V(2).Info("Kept an attachment missing from the runtime's list", "claim", klog.KRef(c.Namespace, c.Name),
+						"sandbox", short(a.SandboxID), "reason", reason)
 					continue
 				}
-				if a.State != checkpoint.Adding {
+				if err := p.detach(ctx, c.UID, i, d, pod, a); err != nil {
+					klog.FromContext(ctx).Error(err, "Deleting the attachment of a gone sandbox failed", "claim", klog.KRef(c.Namespace, c.Name))
 					continue
 				}
-				if p.adopt(ctx, c, i, d, pod, a) {
-					adopted++
-				}
+				dropped++
+				continue
+			}
+			if a.State != checkpoint.Adding {
+				continue
+			}
+			if p.adopt(ctx, c, i, d, pod, a) {
+				adopted++
 			}
 		}
 	}
@@ -132,37 +155,46 @@ func (p *Plugin) adopt(ctx context.Context, c *checkpoint.Claim, idx int, d chec
 // daemon was down or disconnected when their sandbox started).
 func (p *Plugin) attachMissing(ctx context.Context, running map[string]*api.PodSandbox) (attached, failed int) {
 	for id, pod := range running {
-		claims := p.Store.ForPod(types.UID(pod.GetUid()))
-		if len(claims) == 0 {
+		if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 			continue
 		}
-		steps, err := Plan(claims, types.UID(pod.GetUid()))
+		claims, release, err := p.lockPod(ctx, types.UID(pod.GetUid()))
 		if err != nil {
+			klog.FromContext(ctx).Error(err, "Reconciliation stopped")
+			return attached, failed
+		}
+		done, err := p.attachMissingOf(ctx, id, pod, claims)
+		release()
+		switch {
+		case err != nil:
 			failed++
-			continue
+		case done:
+			attached++
 		}
-		missing := false
-		for _, s := range steps {
-			if a, ok := s.Device().Attachment(id); !ok || a.State != checkpoint.Attached {
-				missing = true
-			}
-		}
-		if !missing {
-			continue
-		}
-		done, failedIdx, err := p.attach(ctx, pod, claims)
-		if err != nil && failedIdx >= 0 {
-			// The pod runs: keep what it has, take back the half-done one.
-			p.rollback(ctx, id, NetNS(pod), done[failedIdx:failedIdx+1])
-		}
-		p.reportLate(ctx, done, err)
-		if err != nil {
-			failed++
-			continue
-		}
-		attached++
 	}
 	return attached, failed
+}
+
+// attachMissingOf attaches one running pod if it misses attachments; the
+// caller holds its claims' locks.
+func (p *Plugin) attachMissingOf(ctx context.Context, id string, pod *api.PodSandbox, claims []*checkpoint.Claim) (bool, error) {
+	steps, err := Plan(claims, types.UID(pod.GetUid()))
+	if err != nil {
+		return false, err
+	}
+	if !slices.ContainsFunc(steps, func(s Step) bool {
+		a, ok := s.Device().Attachment(id)
+		return !ok || a.State != checkpoint.Attached
+	}) {
+		return false, nil
+	}
+	done, failedIdx, err := p.attach(ctx, pod, claims)
+	if err != nil && failedIdx >= 0 {
+		// The pod runs: keep what it has, take back the half-done one.
+		p.rollback(ctx, id, NetNS(pod), done[failedIdx:failedIdx+1])
+	}
+	p.reportLate(ctx, done, err)
+	return err == nil, err
 }
 
 func (p *Plugin) reportLate(ctx context.Context, steps []Step, err error) {
