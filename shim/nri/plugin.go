@@ -81,6 +81,7 @@ type Plugin struct {
 	// caller's deadline, so work stuck on a claim makes a sandbox of the
 	// same claim fail (and be retried) instead of overrunning NRI's budget.
 	locks    *locks
+	statuses *statusQueue
 	budgetMu sync.Mutex
 	budget   func() time.Duration
 	wg       sync.WaitGroup
@@ -93,7 +94,9 @@ type Plugin struct {
 
 // NewPlugin returns a plugin; logCtx carries the logger for background work.
 func NewPlugin(logCtx context.Context, store Store, runner CNI, reporter Reporter) *Plugin {
-	return &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), locks: newLocks()}
+	p := &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), locks: newLocks()}
+	p.statuses = newStatusQueue(p.writeStatus)
+	return p
 }
 
 // livenessKey is a claim UID no claim has: taking its lock answers
@@ -320,7 +323,7 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 		}
 		statusStart := time.Now()
 		for uid := range claims {
-			p.writeStatus(ctx, uid, failures[uid])
+			p.statuses.Write(ctx, uid, failures[uid])
 		}
 		timing.Status = time.Since(statusStart)
 		timing.Total = time.Since(start)
@@ -332,6 +335,8 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 	}()
 }
 
+// writeStatus writes a claim's status from its checkpoint as it is now; the
+// status queue orders the calls.
 func (p *Plugin) writeStatus(ctx context.Context, uid types.UID, failures map[string]error) {
 	c, ok := p.Store.Get(uid)
 	if !ok {

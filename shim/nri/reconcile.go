@@ -208,7 +208,7 @@ func (p *Plugin) reportLate(ctx context.Context, steps []Step, err error) {
 	for _, s := range steps {
 		if !seen[s.Claim.UID] {
 			seen[s.Claim.UID] = true
-			p.writeStatus(ctx, s.Claim.UID, failures[s.Claim.UID])
+			p.statuses.Write(ctx, s.Claim.UID, failures[s.Claim.UID])
 		}
 	}
 }
