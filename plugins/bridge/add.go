@@ -137,32 +137,17 @@ func setupSpoofCheck(c *netconf.Bridge, hostIf string, mac net.HardwareAddr, und
 }
 
 // allocateAndCreate runs the IPAM plugin while the bridge and the veth pair
-// are set up: the two are independent, and the IPAM process then costs
-// little wall time. Whatever succeeded is pushed onto undo.
+// are set up (bridgeport.Join): the two are independent, and the IPAM
+// process then costs little wall time.
 func allocateAndCreate(ctx context.Context, c *netconf.Bridge, p *bridgeport.Port, undo *attach.Undo) (*current.Result, netlink.Link, netlink.Link, error) {
-	var (
-		res                *current.Result
-		br                 *netlink.Bridge
-		host               netlink.Link
-		ipamErr, createErr error
-	)
-	ipam := ipamOf(c)
-	err := attach.WithIPAM(ipam,
-		func() error { res, ipamErr = ipam.Add(ctx); return ipamErr },
-		func() error {
-			if br, createErr = link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode, Owner: c.Name}); createErr != nil {
-				return createErr
-			}
-			p.BridgeIndex = br.Attrs().Index
-			host, createErr = p.Create()
-			return createErr
-		},
-	)
-	if ipamErr == nil {
-		undo.Push(func() error { return ipam.Del(ctx) })
+	join := func() (netlink.Link, netlink.Link, error) {
+		br, err := link.EnsureBridge(link.BridgeSpec{Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode, Owner: c.Name})
+		if err != nil {
+			return nil, nil, err
+		}
+		p.BridgeIndex = br.Attrs().Index
+		host, err := p.Create()
+		return br, host, err
 	}
-	if br != nil && bridgeport.Created(host, createErr) {
-		undo.Push(func() error { _, err := p.Remove(); return err })
-	}
-	return res, br, host, err
+	return bridgeport.Join(ctx, ipamOf(c), join, func() error { _, err := p.Remove(); return err }, undo)
 }

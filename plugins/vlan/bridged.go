@@ -39,27 +39,10 @@ func addBridged(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *
 		return nil, err
 	}
 	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
-	var res *current.Result
-	allocate := func() (err error) {
-		if res, err = ipamOf(c).Add(ctx); err == nil {
-			undo.Push(func() error { return ipamOf(c).Del(ctx) })
-		}
-		return err
-	}
-	// dhcp acquires its lease from the pod's interface: it must exist first
-	if !ipamOf(c).NeedsInterface() {
-		if err := allocate(); err != nil {
-			return nil, err
-		}
-	}
-	br, host, err := join(c, u, &p, undo)
+	res, br, host, err := bridgeport.Join(ctx, ipamOf(c), func() (netlink.Link, netlink.Link, error) { return join(c, u, &p) },
+		func() error { return leave(c, p) }, undo)
 	if err != nil {
 		return nil, err
-	}
-	if ipamOf(c).NeedsInterface() {
-		if err := allocate(); err != nil {
-			return nil, err
-		}
 	}
 	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
 	_, err = p.Configure(res)
@@ -69,7 +52,7 @@ func addBridged(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *
 // join makes sure the VLAN's devices exist and plugs the pod's veth into the
 // bridge, under the VLAN's lock: a concurrent last DEL cannot remove the
 // bridge in between.
-func join(c *netconf.VLAN, u trunk.Uplink, p *bridgeport.Port, undo *attach.Undo) (br, host netlink.Link, err error) {
+func join(c *netconf.VLAN, u trunk.Uplink, p *bridgeport.Port) (br, host netlink.Link, err error) {
 	unlock, err := trunk.Lock(c)
 	if err != nil {
 		return nil, nil, err
@@ -81,9 +64,6 @@ func join(c *netconf.VLAN, u trunk.Uplink, p *bridgeport.Port, undo *attach.Undo
 	}
 	p.BridgeIndex = bridge.Attrs().Index
 	host, err = p.Create()
-	if bridgeport.Created(host, err) {
-		undo.Push(func() error { return leave(c, *p) })
-	}
 	return bridge, host, err
 }
 

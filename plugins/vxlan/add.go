@@ -47,27 +47,10 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 		return nil, err
 	}
 	undo.Push(func() error { return store(c).Delete(c.Name, args.ContainerID, args.IfName) })
-	var res *current.Result
-	allocate := func() (err error) {
-		if res, err = ipamOf(c).Add(ctx); err == nil {
-			undo.Push(func() error { return ipamOf(c).Del(ctx) })
-		}
-		return err
-	}
-	// dhcp acquires its lease from the pod's interface: it must exist first
-	if !ipamOf(c).NeedsInterface() {
-		if err := allocate(); err != nil {
-			return nil, err
-		}
-	}
-	br, host, err := join(c, u, &p, undo)
+	res, br, host, err := bridgeport.Join(ctx, ipamOf(c), func() (netlink.Link, netlink.Link, error) { return join(c, u, &p) },
+		func() error { return leave(c, p) }, undo)
 	if err != nil {
 		return nil, err
-	}
-	if ipamOf(c).NeedsInterface() {
-		if err := allocate(); err != nil {
-			return nil, err
-		}
 	}
 	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
 	if _, err := p.Configure(res); err != nil {
@@ -87,7 +70,7 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 // join makes sure the VNI's devices exist and plugs the pod's veth into the
 // bridge, all under the VNI lock: a concurrent last DEL cannot remove the
 // bridge in between.
-func join(c *netconf.VXLAN, u vni.Underlay, p *bridgeport.Port, undo *attach.Undo) (br, host netlink.Link, err error) {
+func join(c *netconf.VXLAN, u vni.Underlay, p *bridgeport.Port) (br, host netlink.Link, err error) {
 	unlock, err := vni.Lock(c)
 	if err != nil {
 		return nil, nil, err
@@ -99,8 +82,5 @@ func join(c *netconf.VXLAN, u vni.Underlay, p *bridgeport.Port, undo *attach.Und
 	}
 	p.BridgeIndex = bridge.Attrs().Index
 	host, err = p.Create()
-	if bridgeport.Created(host, err) {
-		undo.Push(func() error { return leave(c, *p) })
-	}
 	return bridge, host, err
 }
