@@ -21,6 +21,9 @@ CODE_GENERATOR_VERSION=${CODE_GENERATOR_VERSION:-v0.37.1}
 MODULE=github.com/netclass-dev/netclass
 # The API packages clients are generated for (their types carry +genclient markers).
 CLIENT_APIS=(api/multinetwork/v1 api/netclass/v1alpha1)
+# The API type packages controller-gen reads (deepcopy, CRDs). Not ./api/...: api/contract
+# and its tests import packages outside api/, which the scratch module does not copy.
+API_PATHS='./api/multinetwork/...;./api/netclass/...'
 # Kinds whose resource is not the generators' plural of the kind: the CRD names
 # networkqoses (path=networkqoses), client-gen would say networkqoss.
 PLURAL_EXCEPTIONS=Endpoints:Endpoints,NetworkQoS:NetworkQoSes
@@ -67,33 +70,34 @@ run_client_generators() {
 		inputs+=("$MODULE/$api")
 	done
 	(
-		cd "$mod"
+		cd "$mod" || exit
 		"$codegen_dir/applyconfiguration-gen" --go-header-file "$header" \
 			--output-dir "$out/applyconfigurations" --output-pkg "$pkg/applyconfigurations" \
-			"${inputs[@]}"
+			"${inputs[@]}" || exit
 		"$codegen_dir/client-gen" --go-header-file "$header" \
 			--output-dir "$out/clientset" --output-pkg "$pkg/clientset" \
 			--clientset-name versioned --plural-exceptions "$PLURAL_EXCEPTIONS" \
 			--apply-configuration-package "$pkg/applyconfigurations" \
-			--input-base "" $(printf -- "--input $MODULE/%s " "${CLIENT_APIS[@]}")
+			--input-base "" $(printf -- "--input $MODULE/%s " "${CLIENT_APIS[@]}") || exit
 		"$codegen_dir/lister-gen" --go-header-file "$header" \
 			--output-dir "$out/listers" --output-pkg "$pkg/listers" \
-			--plural-exceptions "$PLURAL_EXCEPTIONS" "${inputs[@]}"
+			--plural-exceptions "$PLURAL_EXCEPTIONS" "${inputs[@]}" || exit
 		"$codegen_dir/informer-gen" --go-header-file "$header" \
 			--output-dir "$out/informers" --output-pkg "$pkg/informers" \
 			--versioned-clientset-package "$pkg/clientset/versioned" \
-			--listers-package "$pkg/listers" --plural-exceptions "$PLURAL_EXCEPTIONS" "${inputs[@]}"
+			--listers-package "$pkg/listers" --plural-exceptions "$PLURAL_EXCEPTIONS" "${inputs[@]}" || exit
 	)
 }
 
 # run_generators MODULE_DIR CRD_OUT_DIR: deepcopy in place under MODULE_DIR/api, CRDs into CRD_OUT_DIR.
+# Every step's failure is returned explicitly: the caller's `|| die` turns set -e off in here.
 run_generators() {
 	local mod=$1 crd_out=$2
 	(
-		cd "$mod"
-		"$controller_gen" object paths=./api/...
-		"$controller_gen" crd:crdVersions=v1 paths=./api/... output:crd:dir="$crd_out"
-	)
+		cd "$mod" || exit
+		"$controller_gen" object paths="$API_PATHS" || exit
+		"$controller_gen" crd:crdVersions=v1 paths="$API_PATHS" output:crd:dir="$crd_out" || exit
+	) || return
 	run_client_generators "$mod"
 }
 
