@@ -1,0 +1,183 @@
+package nft
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+)
+
+// owned is what one attachment owns of a table, as read from the kernel:
+// its chains with their rules and its sets with their elements.
+type owned struct {
+	chains map[string][][]expr.Any // chain name -> rules, in order
+	sets   map[string][]nftables.SetElement
+}
+
+// changes is the difference between what an attachment owns and what its
+// plan renders, as the steps of one transaction. An empty changes means the
+// kernel already holds the plan and nothing is sent.
+type changes struct {
+	addChains []*nftables.Chain
+	addSets   []setWithElements
+	elements  []elementChange
+	// rewrite are chains present on both sides whose rules differ: flushed
+	// and refilled in the same transaction, so no packet sees them empty.
+	rewrite []*nftables.Chain
+	// delChains and delSets go last, once no rule refers to them.
+	delChains []string
+	delSets   []string
+}
+
+// elementChange updates one existing set element by element: the elements
+// that stay are never removed, so a peer address that is still selected
+// matches throughout.
+type elementChange struct {
+	set      *nftables.Set
+	add, del []nftables.SetElement
+}
+
+func (c *changes) empty() bool {
+	return len(c.addChains) == 0 && len(c.addSets) == 0 && len(c.elements) == 0 &&
+		len(c.rewrite) == 0 && len(c.delChains) == 0 && len(c.delSets) == 0
+}
+
+// String summarises the changes for logs and test failures.
+func (c *changes) String() string {
+	var els int
+	for _, e := range c.elements {
+		els += len(e.add) + len(e.del)
+	}
+	return fmt.Sprintf("%d chains added, %d rewritten, %d deleted; %d sets added, %d deleted, %d elements changed",
+		len(c.addChains), len(c.rewrite), len(c.delChains), len(c.addSets), len(c.delSets), els)
+}
+
+// diff computes the changes that turn got into want. Chains and sets are
+// matched by name: a rule's chain and sets are named after its position,
+// so an edited rule keeps its chain (and its meter, when the chain's rules
+// are unchanged) and a rule whose destinations changed keeps its sets.
+func diff(got owned, want *ruleset) *changes {
+	c := &changes{}
+	wantChains := make(map[string]bool, len(want.chains))
+	for _, ch := range want.chains {
+		wantChains[ch.Name] = true
+		rules, ok := got.chains[ch.Name]
+		switch {
+		case !ok:
+			c.addChains = append(c.addChains, ch)
+		case !equalRules(rules, want.rules[ch.Name]):
+			c.rewrite = append(c.rewrite, ch)
+		}
+	}
+	wantSets := make(map[string]bool, len(want.sets))
+	for _, s := range want.sets {
+		wantSets[s.set.Name] = true
+		els, ok := got.sets[s.set.Name]
+		if !ok {
+			c.addSets = append(c.addSets, s)
+			continue
+		}
+		if add, del := elementDiff(els, s.elements); len(add)+len(del) > 0 {
+			c.elements = append(c.elements, elementChange{set: s.set, add: add, del: del})
+		}
+	}
+	for _, name := range sortedKeys(got.chains) {
+		if !wantChains[name] {
+			c.delChains = append(c.delChains, name)
+		}
+	}
+	for _, name := range sortedKeys(got.sets) {
+		if !wantSets[name] {
+			c.delSets = append(c.delSets, name)
+		}
+	}
+	return c
+}
+
+// equalRules compares rules read from the kernel with rendered ones.
+func equalRules(got, want [][]expr.Any) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range want {
+		if !reflect.DeepEqual(normalize(got[i]), normalize(want[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// elementDiff returns the elements of want missing from got and those of
+// got that want lacks, compared by key and interval flag.
+func elementDiff(got, want []nftables.SetElement) (add, del []nftables.SetElement) {
+	key := func(e nftables.SetElement) string { return fmt.Sprintf("%x/%v", e.Key, e.IntervalEnd) }
+	have := make(map[string]bool, len(got))
+	for _, e := range got {
+		have[key(e)] = true
+	}
+	keep := make(map[string]bool, len(want))
+	for _, e := range want {
+		keep[key(e)] = true
+		if !have[key(e)] {
+			add = append(add, nftables.SetElement{Key: e.Key, IntervalEnd: e.IntervalEnd})
+		}
+	}
+	for _, e := range got {
+		if !keep[key(e)] {
+			del = append(del, nftables.SetElement{Key: e.Key, IntervalEnd: e.IntervalEnd})
+		}
+	}
+	return add, del
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// queueChanges adds the changes to c's pending batch in an order the kernel
+// accepts: what is referred to is created before what refers to it, and
+// deleted after.
+func queueChanges(c *nftables.Conn, t *nftables.Table, want *ruleset, ch *changes) error {
+	for _, chain := range ch.addChains {
+		c.AddChain(chain)
+	}
+	for _, s := range ch.addSets {
+		if err := c.AddSet(s.set, s.elements); err != nil {
+			return fmt.Errorf("add set %q: %w", s.set.Name, err)
+		}
+	}
+	for _, e := range ch.elements {
+		if len(e.del) > 0 {
+			if err := c.SetDeleteElements(e.set, e.del); err != nil {
+				return fmt.Errorf("delete elements of set %q: %w", e.set.Name, err)
+			}
+		}
+		if len(e.add) > 0 {
+			if err := c.SetAddElements(e.set, e.add); err != nil {
+				return fmt.Errorf("add elements to set %q: %w", e.set.Name, err)
+			}
+		}
+	}
+	for _, chain := range ch.rewrite {
+		c.FlushChain(chain)
+	}
+	for _, chain := range append(slices.Clone(ch.addChains), ch.rewrite...) {
+		for _, exprs := range want.rules[chain.Name] {
+			c.AddRule(&nftables.Rule{Table: t, Chain: chain, Exprs: exprs})
+		}
+	}
+	for _, name := range ch.delChains {
+		c.DelChain(&nftables.Chain{Name: name, Table: t})
+	}
+	for _, name := range ch.delSets {
+		c.DelSet(&nftables.Set{Name: name, Table: t})
+	}
+	return nil
+}
