@@ -98,7 +98,7 @@ func TestDiff(t *testing.T) {
 		},
 		{
 			name: "a peer goes", from: spec(nil),
-			to: spec(func(s *qos.Spec) { s.Egress[0].Classifier.To = s.Egress[0].Classifier.To[:1] }),
+			to:      spec(func(s *qos.Spec) { s.Egress[0].Classifier.To = s.Egress[0].Classifier.To[:1] }),
 			removed: 2,
 		},
 		{
@@ -115,7 +115,7 @@ func TestDiff(t *testing.T) {
 		},
 		{
 			name: "a rule is added", from: spec(nil),
-			to: spec(func(s *qos.Spec) { s.Egress = append(s.Egress, qos.Rule{Priority: 3, DSCP: intp(8)}) }),
+			to:        spec(func(s *qos.Spec) { s.Egress = append(s.Egress, qos.Rule{Priority: 3, DSCP: intp(8)}) }),
 			addChains: []string{"port/nc1/r2"}, rewrite: []string{"port/nc1"},
 		},
 	}
