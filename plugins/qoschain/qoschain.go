@@ -15,8 +15,6 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
-	"github.com/netclass-dev/netclass/plugins/kernel/link"
-	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -80,28 +78,11 @@ func parseChained(args *skel.CmdArgs) (*netconf.QoSChain, *current.Result, error
 // hostPeer returns the host end of the pod interface when it is a veth whose
 // peer is in this namespace and listed in the previous result; "" otherwise.
 func hostPeer(netnsPath, ifname string, prev *current.Result) (string, error) {
-	var podIndex, peerIndex int
-	err := netns.Do(netnsPath, func() error {
-		l, err := link.ByName(ifname)
-		if err != nil {
-			return err
-		}
-		podIndex = l.Attrs().Index
-		peerIndex, err = link.VethPeer(l)
-		return err
-	})
-	if err != nil || peerIndex == 0 {
+	host, err := qosport.HostEnd(netnsPath, ifname)
+	if err != nil || host == "" || !listedOnHost(prev, host) {
 		return "", err
 	}
-	host, err := link.ByIndex(peerIndex)
-	if err != nil {
-		return "", nil // the peer lives in another namespace
-	}
-	back, err := link.VethPeer(host)
-	if err != nil || back != podIndex || !listedOnHost(prev, host.Attrs().Name) {
-		return "", nil
-	}
-	return host.Attrs().Name, nil
+	return host, nil
 }
 
 func listedOnHost(prev *current.Result, name string) bool {

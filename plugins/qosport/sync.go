@@ -1,0 +1,73 @@
+package qosport
+
+import (
+	"fmt"
+
+	"github.com/google/nftables"
+
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+)
+
+// SyncRules brings the attachment's DSCP and metered rules to the plan in
+// place, where Apply puts them (the host port of a bridged veth, otherwise
+// the pod's namespace), and reports whether the kernel was changed. Only
+// the rules: shaping comes from the network and the claim, which do not
+// change under a running attachment. The rules' shape is the one Apply
+// installs (plugins/kernel/nft renders both).
+func SyncRules(a Attachment, plan *qos.Plan) (bool, error) {
+	_, port, err := hostPort(a)
+	if err != nil {
+		return false, err
+	}
+	if port {
+		c, err := nft.OpenCurrent()
+		if err != nil {
+			return false, err
+		}
+		changed, err := nft.SyncPortQoS(c, a.HostIf, plan)
+		if err != nil {
+			return changed, fmt.Errorf("update the rules of %q on %q: %w", a.IfName, a.HostIf, err)
+		}
+		return changed, nil
+	}
+	var changed bool
+	err = inPodNFT(a.PodNS, func(c *nftables.Conn) error {
+		var err error
+		changed, err = nft.SyncPodQoS(c, a.IfName, plan)
+		return err
+	})
+	if err != nil {
+		return changed, fmt.Errorf("update the rules of %q: %w", a.IfName, err)
+	}
+	return changed, nil
+}
+
+// HostEnd returns the host end of the pod's interface: the peer of a veth
+// when it lives in the calling thread's namespace, "" for any other
+// interface (or a veth whose peer is elsewhere).
+func HostEnd(podNS, ifname string) (string, error) {
+	var podIndex, peerIndex int
+	err := netns.Do(podNS, func() error {
+		l, err := link.ByName(ifname)
+		if err != nil {
+			return err
+		}
+		podIndex = l.Attrs().Index
+		peerIndex, err = link.VethPeer(l)
+		return err
+	})
+	if err != nil || peerIndex == 0 {
+		return "", err
+	}
+	host, err := link.ByIndex(peerIndex)
+	if err != nil {
+		return "", nil // the peer lives in another namespace
+	}
+	if back, err := link.VethPeer(host); err != nil || back != podIndex {
+		return "", nil // an interface of the same index, but not the peer
+	}
+	return host.Attrs().Name, nil
+}
