@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -22,11 +23,15 @@ import (
 //
 //	1: the first format.
 //	2: attachments carry attachedAt, when ADD was started for them.
-const Version = 2
+//	3: devices carry qos, the attachment's own qos block (the QoS agent adds
+//	   the NetworkQoS rules to it); a device of an older record has none,
+//	   and the agent leaves its attachments as ADD made them.
+const Version = 3
 
 // migrations upgrade a decoded record of an older version by one step.
 var migrations = map[int]func(*Claim){
 	1: func(c *Claim) { c.Version = 2 }, // attachedAt is unknown for older attachments
+	2: func(c *Claim) { c.Version = 3 }, // the devices' qos is unknown
 }
 
 // Claim is what Prepare recorded for one ResourceClaim.
@@ -70,8 +75,17 @@ type Device struct {
 	DeviceID string `json:"deviceID,omitempty"`
 	// ConfList is the rendered CNI configuration list.
 	ConfList json.RawMessage `json:"confList"`
+	// QoS is the attachment's own qos (version 3; nil in migrated records).
+	QoS *DeviceQoS `json:"qos,omitempty"`
 	// Attachments are the CNI attachments made for the claim's pods.
 	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// DeviceQoS is what the QoS agent builds an attachment's rules on.
+type DeviceQoS struct {
+	// Base is the network's qos block with the claim's merged over it
+	// (nil: none); the NetworkQoS rules selecting the pod come on top.
+	Base *qos.Spec `json:"base,omitempty"`
 }
 
 // State of an attachment.

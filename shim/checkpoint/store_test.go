@@ -113,8 +113,8 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tc := range []struct{ name, raw, want string }{
 		{"empty", ``, "decode"},
 		{"unknown field", strings.Replace(string(good), `"uid"`, `"bogus":1,"uid"`, 1), "unknown field"},
-		{"unknown old version", strings.Replace(string(good), `"version":2`, `"version":0`, 1), "version 0, this netclass-dra reads versions 1 to 2"},
-		{"newer version", strings.Replace(string(good), `"version":2`, `"version":3`, 1), "version 3"},
+		{"unknown old version", strings.Replace(string(good), `"version":3`, `"version":0`, 1), "version 0, this netclass-dra reads versions 1 to 3"},
+		{"newer version", strings.Replace(string(good), `"version":3`, `"version":4`, 1), "version 4"},
 		{"no uid", strings.Replace(string(good), `"uid":"c1"`, `"uid":""`, 1), "uid, namespace and name"},
 		{"bad conflist", strings.Replace(string(good), `"confList":{`, `"confList":"x","x":{`, 1), ""},
 		{"trailing", string(good) + "{}", "trailing"},
@@ -155,7 +155,7 @@ func TestDecodeMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "u1.json"))
-	if !strings.Contains(string(raw), `"version":2`) {
+	if !strings.Contains(string(raw), `"version":3`) {
 		t.Fatalf("the record was not written back in version %d: %s", Version, raw)
 	}
 }

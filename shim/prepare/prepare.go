@@ -259,7 +259,11 @@ func (p *Plugin) device(ctx context.Context, claim *resourceapi.ResourceClaim, r
 	if err != nil {
 		return dev, fmt.Errorf("request %s: %w", res.Request, err)
 	}
-	dev.ConfList = conf
+	base, err := render.BaseQoS(net, cfg) // valid: ConfList rendered it
+	if err != nil {
+		return dev, fmt.Errorf("request %s: %w", res.Request, err)
+	}
+	dev.ConfList, dev.QoS = conf, &checkpoint.DeviceQoS{Base: base}
 	return dev, nil
 }
 

@@ -53,9 +53,9 @@ func ConfList(in Input) ([]byte, error) {
 	if err := json.Unmarshal(in.Network.Config, &main); err != nil {
 		return nil, fmt.Errorf("render %s: main plugin configuration: %w", in.Network.Ref, err)
 	}
-	eff, err := effectiveQoS(main, in.Config)
+	eff, err := BaseQoS(in.Network, in.Config)
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
+		return nil, err
 	}
 	delete(main, "qos")
 	delete(main, "name")
@@ -64,8 +64,7 @@ func ConfList(in Input) ([]byte, error) {
 	setStateDirs(main)
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
-		chained := qos.Merge(eff, &qos.Spec{Egress: append(append([]qos.Rule{}, egressOf(eff)...), in.Rules...)})
-		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": chained, "dataDir": main["dataDir"]})
+		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]})
 	} else if !eff.IsZero() {
 		main["qos"] = eff
 	}
@@ -105,29 +104,31 @@ func allowHow(n network.Network) string {
 	return fmt.Sprintf("the annotation %s: \"true\" on the %s", ncv1.AnnotationAllowStaticAddresses, n.Ref.Kind)
 }
 
-func effectiveQoS(main map[string]any, cfg *contract.AttachmentConfig) (*qos.Spec, error) {
-	var base *qos.Spec
-	if raw, ok := main["qos"]; ok && raw != nil {
-		b, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("network qos: %w", err)
-		}
-		base = &qos.Spec{}
-		if err := json.Unmarshal(b, base); err != nil {
-			return nil, fmt.Errorf("network qos: %w", err)
-		}
+// BaseQoS is the attachment's own qos block: the network's, with the
+// claim's opaque configuration merged over it (nil: none).
+func BaseQoS(n network.Network, cfg *contract.AttachmentConfig) (*qos.Spec, error) {
+	var main struct {
+		QoS *qos.Spec `json:"qos"`
+	}
+	if err := json.Unmarshal(n.Config, &main); err != nil {
+		return nil, fmt.Errorf("render %s: network qos: %w", n.Ref, err)
 	}
 	if cfg == nil || cfg.QoS == nil {
-		return base, nil
+		return main.QoS, nil
 	}
-	return qos.Merge(base, cfg.QoS), nil
+	return qos.Merge(main.QoS, cfg.QoS), nil
 }
 
-func egressOf(s *qos.Spec) []qos.Rule {
-	if s == nil {
-		return nil
+// WithRules is the qos an attachment enforces: its base block, with the
+// NetworkQoS rules selecting it after the base's own egress rules. Prepare
+// renders it into the chained netclass-qos, and netclass-dra's QoS agent
+// keeps running attachments at it.
+func WithRules(base *qos.Spec, rules []qos.Rule) *qos.Spec {
+	var own []qos.Rule
+	if base != nil {
+		own = base.Egress
 	}
-	return s.Egress
+	return qos.Merge(base, &qos.Spec{Egress: append(append([]qos.Rule{}, own...), rules...)})
 }
 
 // setStateDirs puts the state of netclass-dra's attachments under StateDir
