@@ -42,6 +42,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/prepare"
 	"github.com/netclass-dev/netclass/shim/publish"
+	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/shim/status"
 )
@@ -98,6 +99,7 @@ type Daemon struct {
 	runtime         *nri.Plugin
 	prepare         *prepare.Plugin
 	nodeNets        *nodenetwork.Reporter
+	qos             *qosagent.Agent
 	events          record.EventBroadcaster
 	metrics         *metrics.DRA
 	registry        *prometheus.Registry
@@ -238,7 +240,12 @@ func (d *Daemon) plugins(ctx context.Context) {
 	reporter := &status.Reporter{Status: d.metrics.StatusWriter(&status.Writer{Client: d.kube}), Events: recorder}
 	runner := d.metrics.CNI(cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache")))
 	d.runtime = nri.NewPlugin(ctx, d.store, runner, reporter)
-	d.runtime.Observer = d.cfg.Observer
+	d.runtime.Observer = func(t nri.Timing) {
+		d.qos.Trigger() // the pod's rules were rendered at Prepare: bring them up to date
+		if d.cfg.Observer != nil {
+			d.cfg.Observer(t)
+		}
+	}
 	d.runtime.Hooks = d.metrics
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.prepare = &prepare.Plugin{
@@ -251,6 +258,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		Detacher: d.runtime, Reporter: reporter,
 		OnError: d.publisher.HandleError,
 	}
+	d.qos = d.newQoSAgent(ctx)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 
@@ -291,7 +299,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer helper.Stop()
 	logger.Info("netclass-dra started", "node", d.cfg.NodeName, "kubeletDir", d.cfg.KubeletDir, "nriSocket", d.cfg.NRISocket,
 		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
-	done := make(chan struct{}, 5)
+	const loops = 6
+	done := make(chan struct{}, loops)
 	spawn := func(f func()) {
 		go func() { defer func() { done <- struct{}{} }(); f() }()
 	}
@@ -304,8 +313,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	})
 	spawn(func() { d.waitReady(ctx, helper) })
+	spawn(func() { d.qos.Run(ctx) })
 	<-ctx.Done()
-	for range 5 {
+	for range loops {
 		<-done
 	}
 	d.runtime.Wait()

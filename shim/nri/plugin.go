@@ -136,6 +136,25 @@ func (p *Plugin) Hold() (release func()) {
 	return release
 }
 
+// Claims lists the claims prepared on the node.
+func (p *Plugin) Claims() []*checkpoint.Claim { return p.Store.List() }
+
+// Locked runs fn holding the claim's lock, with the claim's record as it is
+// then (nil: the claim is gone): the work of others on the claim (its
+// sandboxes, its Unprepare) waits, and fn sees no attachment half-made.
+func (p *Plugin) Locked(ctx context.Context, uid types.UID, fn func(*checkpoint.Claim) error) error {
+	release, err := p.locks.lock(ctx, uid)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c, ok := p.Store.Get(uid)
+	if !ok {
+		c = nil
+	}
+	return fn(c)
+}
+
 // Responsive reports whether the work loop takes new work before ctx ends:
 // nothing holds every claim (work stuck on one claim does not count: it
 // holds up that claim only, within its own deadline).

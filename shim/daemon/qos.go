@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
+	"github.com/netclass-dev/netclass/shim/peers"
+	"github.com/netclass-dev/netclass/shim/qosagent"
+)
+
+// newQoSAgent builds the QoS agent over the daemon's caches, and asks it
+// for a sync whenever one of its inputs changes: a NetworkQoS, a pod's
+// labels, a namespace's labels, a claim (peer addresses), a pod attached.
+func (d *Daemon) newQoSAgent(ctx context.Context) *qosagent.Agent {
+	agent := qosagent.New(d.runtime, d.publisher,
+		qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
+		podLabels{d.podFac.Core().V1().Pods().Lister()},
+		peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 10*time.Second)
+		}},
+		qosKernel{})
+	trigger := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { agent.Trigger() },
+		UpdateFunc: func(any, any) { agent.Trigger() },
+		DeleteFunc: func(any) { agent.Trigger() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		d.factory.Netclass().V1alpha1().NetworkQoSes().Informer(),
+		d.podFac.Core().V1().Pods().Informer(),
+		d.peerFac.Core().V1().Pods().Informer(),
+		d.peerFac.Core().V1().Namespaces().Informer(),
+		d.peerFac.Resource().V1().ResourceClaims().Informer(),
+	} {
+		inf.AddEventHandler(trigger)
+	}
+	return agent
+}
+
+// podLabels reads the labels of this node's pods from their informer cache.
+type podLabels struct{ lister corelisters.PodLister }
+
+func (p podLabels) Labels(namespace, name string, uid types.UID) (map[string]string, bool) {
+	pod, err := p.lister.Pods(namespace).Get(name)
+	if err != nil || pod.UID != uid {
+		return nil, false
+	}
+	return pod.Labels, true
+}
+
+// qosKernel applies plans where the plugins put an attachment's rules.
+type qosKernel struct{}
+
+func (qosKernel) Sync(netns, ifname string, plan *qos.Plan) (bool, error) {
+	host, err := qosport.HostEnd(netns, ifname)
+	if err != nil {
+		return false, err
+	}
+	return qosport.SyncRules(qosport.Attachment{PodNS: netns, IfName: ifname, HostIf: host}, plan)
+}

@@ -1,0 +1,277 @@
+package qosagent
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+var blue = attachment.NetworkRef{Class: "c", Group: "multinetwork.k8s.io", Version: "v1", Kind: "PodNetwork", Name: "blue"}
+
+type fakeClaims struct{ claims []*checkpoint.Claim }
+
+func (f *fakeClaims) Claims() []*checkpoint.Claim { return f.claims }
+func (f *fakeClaims) Locked(_ context.Context, uid types.UID, fn func(*checkpoint.Claim) error) error {
+	for _, c := range f.claims {
+		if c.UID == uid {
+			return fn(c)
+		}
+	}
+	return fn(nil)
+}
+
+type fakeNetworks map[string]network.Network
+
+func (f fakeNetworks) Lookup(device string) (network.Offer, bool) {
+	n, ok := f[device]
+	return network.Offer{Network: n}, ok
+}
+
+type fakePolicies map[string][]*ncv1.NetworkQoS
+
+func (f fakePolicies) NetworkQoS(ns string) ([]*ncv1.NetworkQoS, error) { return f[ns], nil }
+
+type fakePods map[types.UID]map[string]string
+
+func (f fakePods) Labels(_, _ string, uid types.UID) (map[string]string, bool) {
+	l, ok := f[uid]
+	return l, ok
+}
+
+type fakePeers []netip.Addr
+
+func (f *fakePeers) Addresses(string, ncv1.Destination, network.Network) ([]netip.Addr, error) {
+	return *f, nil
+}
+
+// fakeKernel records the plan each interface was synced to.
+type fakeKernel struct {
+	calls int
+	plans map[string]*qos.Plan // netns/ifname -> plan
+	fail  error
+}
+
+func (k *fakeKernel) Sync(netns, ifname string, plan *qos.Plan) (bool, error) {
+	k.calls++
+	if k.fail != nil {
+		return false, k.fail
+	}
+	if k.plans == nil {
+		k.plans = map[string]*qos.Plan{}
+	}
+	k.plans[netns+"/"+ifname] = plan
+	return true, nil
+}
+
+// fixture: one claim shared by pods a (app=web) and b (app=db), each
+// attached as net1 in its own namespace; nothing in the result has an
+// address (a network without IPAM).
+type fixture struct {
+	claims   *fakeClaims
+	policies fakePolicies
+	pods     fakePods
+	peers    *fakePeers
+	kernel   *fakeKernel
+	agent    *Agent
+}
+
+func newFixture() *fixture {
+	attached := func(pod, netns string) checkpoint.Attachment {
+		return checkpoint.Attachment{PodUID: types.UID(pod), SandboxID: "sb-" + pod, NetNS: netns, IfName: "net1",
+			State: checkpoint.Attached, Result: &checkpoint.Result{InterfaceName: "net1"}}
+	}
+	claim := &checkpoint.Claim{UID: "claim", Namespace: "t1", Name: "shared",
+		Pods: []checkpoint.Pod{{UID: "a", Namespace: "t1", Name: "a"}, {UID: "b", Namespace: "t1", Name: "b"}},
+		Devices: []checkpoint.Device{{Device: "blue", Pool: "n1", Network: blue,
+			QoS:         &checkpoint.DeviceQoS{Base: &qos.Spec{DSCP: ptr.To(8)}},
+			Attachments: []checkpoint.Attachment{attached("a", "/ns/a"), attached("b", "/ns/b")}}},
+	}
+	f := &fixture{
+		claims:   &fakeClaims{claims: []*checkpoint.Claim{claim}},
+		policies: fakePolicies{},
+		pods:     fakePods{"a": {"app": "web"}, "b": {"app": "db"}},
+		peers:    &fakePeers{},
+		kernel:   &fakeKernel{},
+	}
+	f.agent = New(f.claims, fakeNetworks{"blue": {Ref: blue}}, f.policies, f.pods, f.peers, f.kernel)
+	return f
+}
+
+func webQoS(dscp int32, to ...ncv1.Destination) *ncv1.NetworkQoS {
+	rule := ncv1.Rule{DSCP: dscp}
+	if len(to) > 0 {
+		rule.Classifier = &ncv1.Classifier{To: to}
+	}
+	return &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "web"},
+		Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Egress: []ncv1.Rule{rule}}}
+}
+
+// rulesOf returns the DSCP of each rule of the plan an interface holds.
+func rulesOf(t *testing.T, k *fakeKernel, key string) []uint8 {
+	t.Helper()
+	p, ok := k.plans[key]
+	if !ok {
+		t.Fatalf("%s was never synced", key)
+	}
+	var out []uint8
+	for _, r := range p.Rules {
+		out = append(out, *r.DSCP)
+	}
+	return out
+}
+
+func TestEachPodOfASharedClaimGetsItsOwnRules(t *testing.T) {
+	f := newFixture()
+	f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(46)}
+	outs := f.agent.Sync(context.Background())
+	if err := Errors(outs); err != nil {
+		t.Fatal(err)
+	}
+	if got := rulesOf(t, f.kernel, "/ns/a/net1"); len(got) != 1 || got[0] != 46 {
+		t.Errorf("pod a (app=web) holds rules %v, want [46]", got)
+	}
+	if got := rulesOf(t, f.kernel, "/ns/b/net1"); len(got) != 0 {
+		t.Errorf("pod b (app=db) holds rules %v, want none", got)
+	}
+	if d := f.kernel.plans["/ns/b/net1"].DSCP; d == nil || *d != 8 {
+		t.Errorf("pod b lost the network's own DSCP: %v", d)
+	}
+	if len(outs) != 2 || len(outs[0].Selected) != 1 || len(outs[1].Selected) != 0 {
+		t.Errorf("outcomes %+v: want pod a selected by web, pod b by nothing", outs)
+	}
+}
+
+func TestSyncFollowsChangesAndSkipsWhatHolds(t *testing.T) {
+	f := newFixture()
+	ctx := context.Background()
+	f.agent.Sync(ctx)
+	if f.kernel.calls != 2 {
+		t.Fatalf("first sync: %d kernel syncs, want 2 (one per attachment)", f.kernel.calls)
+	}
+	f.agent.Sync(ctx)
+	if f.kernel.calls != 2 {
+		t.Fatalf("a sync with nothing changed reached the kernel (%d calls)", f.kernel.calls)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   []uint8 // pod a's rules
+	}{
+		{"NetworkQoS created", func() { f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(46)} }, []uint8{46}},
+		{"its DSCP edited", func() { f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(10)} }, []uint8{10}},
+		{"pod a relabelled out", func() { f.pods["a"] = map[string]string{"app": "other"} }, nil},
+		{"pod a relabelled in", func() { f.pods["a"] = map[string]string{"app": "web"} }, []uint8{10}},
+		{"NetworkQoS deleted", func() { f.policies["t1"] = nil }, nil},
+	}
+	for _, s := range steps {
+		before := f.kernel.calls
+		s.change()
+		if err := Errors(f.agent.Sync(ctx)); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if f.kernel.calls != before+1 {
+			t.Errorf("%s: %d kernel syncs, want 1 (pod a's only)", s.name, f.kernel.calls-before)
+		}
+		if got := rulesOf(t, f.kernel, "/ns/a/net1"); !equal(got, s.want) {
+			t.Errorf("%s: pod a holds rules %v, want %v", s.name, got, s.want)
+		}
+	}
+}
+
+func TestPeersFollowTheSelectedPods(t *testing.T) {
+	f := newFixture()
+	ctx := context.Background()
+	f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(46, ncv1.Destination{PodSelector: &metav1.LabelSelector{}})}
+	f.agent.Sync(ctx)
+	if got := rulesOf(t, f.kernel, "/ns/a/net1"); len(got) != 0 {
+		t.Fatalf("a rule whose peers have no address applies: %v", got)
+	}
+	*f.peers = []netip.Addr{netip.MustParseAddr("10.0.0.7")}
+	f.agent.Sync(ctx)
+	p := f.kernel.plans["/ns/a/net1"]
+	if len(p.Rules) != 1 || len(p.Rules[0].V4) != 1 || p.Rules[0].V4[0].From != netip.MustParseAddr("10.0.0.7") {
+		t.Fatalf("the new peer's address is not matched: %+v", p.Rules)
+	}
+	*f.peers = nil
+	f.agent.Sync(ctx)
+	if got := rulesOf(t, f.kernel, "/ns/a/net1"); len(got) != 0 {
+		t.Errorf("the rule of a peer that went still applies: %v", got)
+	}
+}
+
+func TestFailedSyncIsRetriedAndReported(t *testing.T) {
+	f := newFixture()
+	ctx := context.Background()
+	f.kernel.fail = errors.New("netns vanished")
+	outs := f.agent.Sync(ctx)
+	if err := Errors(outs); err == nil || !strings.Contains(err.Error(), "pod t1/a interface net1: netns vanished") {
+		t.Fatalf("error %v, want one naming the pod, the interface and the cause", err)
+	}
+	f.kernel.fail = nil
+	before := f.kernel.calls
+	if err := Errors(f.agent.Sync(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	if f.kernel.calls != before+2 {
+		t.Errorf("the failed attachments were not synced again (%d calls)", f.kernel.calls-before)
+	}
+}
+
+func TestLeavesAloneWhatItDoesNotOwn(t *testing.T) {
+	f := newFixture()
+	c := f.claims.claims[0]
+	c.Devices[0].Attachments[1].State = checkpoint.Adding // ADD in progress
+	f.agent.Sync(context.Background())
+	if _, ok := f.kernel.plans["/ns/b/net1"]; ok {
+		t.Error("an attachment being added was synced")
+	}
+	c.Devices[0].QoS = nil // recorded before the agent
+	f.kernel.plans = nil
+	f.agent.Sync(context.Background())
+	if len(f.kernel.plans) != 0 {
+		t.Errorf("a device without a recorded qos was synced: %v", f.kernel.plans)
+	}
+}
+
+func TestInvalidResultIsAnErrorAndChangesNothing(t *testing.T) {
+	f := newFixture()
+	var objs []*ncv1.NetworkQoS
+	for i := range qos.MaxRules + 1 { // more rules than an attachment may hold
+		o := webQoS(10)
+		o.Name = "web" + strings.Repeat("x", i)
+		objs = append(objs, o)
+	}
+	f.policies["t1"] = objs
+	outs := f.agent.Sync(context.Background())
+	if err := Errors(outs); err == nil || !strings.Contains(err.Error(), "qos.egress") {
+		t.Fatalf("error %v, want one naming qos.egress", err)
+	}
+	if _, ok := f.kernel.plans["/ns/a/net1"]; ok {
+		t.Error("an invalid plan reached the kernel")
+	}
+}
+
+func equal(a, b []uint8) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
