@@ -109,6 +109,7 @@ func draCalls() []apiCall {
 	add(calls(mod+"shim/daemon", `ncv\.Networks\(\)\.Informer\(\)`, nc, "networks", "list", "watch"))
 	add(calls(mod+"shim/daemon", `ncv\.NetworkQoSes\(\)\.Informer\(\)`, nc, "networkqoses", "list", "watch"))
 	add(calls(mod+"shim/nodenetwork", `r\.API\.ApplyStatus\(ctx`, nc, "nodenetworks/status", "patch"))
+	add(calls(mod+"shim/qosstatus", `\.ApplyStatus\(ctx, ac,`, nc, "networkqoses/status", "patch"))
 	return c
 }
 

@@ -9,6 +9,7 @@ package networkqos
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -171,25 +172,53 @@ func (c *Controller) accepted(q *netclassv1alpha1.NetworkQoS) metav1.Condition {
 	return condition.New(ConditionAccepted, metav1.ConditionTrue, ReasonAccepted, describe(pns, nets, len(q.Spec.NetworkSelectors) == 0))
 }
 
-// setReady sets Ready from Accepted: False/InvalidConfig when invalid; Unknown/Pending when
-// valid and netclass-dra has not reported (Ready missing, or the controller's InvalidConfig
-// from before). It returns the Ready condition it wrote (nil: left to netclass-dra).
+// setReady sets Ready: False/InvalidConfig when the object is invalid; otherwise the sum of
+// the nodes' reports (status.nodes, each written by its node's netclass-dra): False/ApplyFailed
+// when a node failed, True/Applied when nodes enforce it and none failed, Unknown/Pending
+// while no node runs an attachment it selects. It returns the Ready condition it wrote.
 func setReady(q *netclassv1alpha1.NetworkQoS, generation int64) (*metav1.Condition, condition.Change) {
 	acc := condition.Get(q.Status.Conditions, ConditionAccepted)
-	cur := condition.Get(q.Status.Conditions, netclassv1alpha1.ConditionReady)
 	var want metav1.Condition
-	switch {
-	case acc.Status != metav1.ConditionTrue:
+	if acc.Status != metav1.ConditionTrue {
 		want = condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionFalse, netclassv1alpha1.ReasonInvalidConfig, "the NetworkQoS is invalid: "+acc.Message)
 		q.Status.Status = StatusInvalid
-	case cur == nil || cur.Reason == netclassv1alpha1.ReasonInvalidConfig:
-		want = condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionUnknown, netclassv1alpha1.ReasonPending, "waiting for netclass-dra to apply the rules")
-		q.Status.Status = StatusPending
-	default:
-		return nil, condition.Change{}
+	} else {
+		want, q.Status.Status = fromNodes(q.Status.Nodes)
 	}
 	ch := condition.Set(&q.Status.Conditions, want, generation)
 	return &want, ch
+}
+
+// fromNodes sums the nodes' reports up in a Ready condition and a status.status.
+func fromNodes(nodes []netclassv1alpha1.NetworkQoSNodeStatus) (metav1.Condition, string) {
+	var attachments int32
+	var failed []string
+	for _, n := range nodes {
+		attachments += n.Attachments
+		if n.Reason == netclassv1alpha1.ReasonApplyFailed {
+			failed = append(failed, fmt.Sprintf("node %s: %s", n.Node, n.Message))
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionFalse, netclassv1alpha1.ReasonApplyFailed,
+			truncate(strings.Join(failed, "; "))), netclassv1alpha1.ReasonApplyFailed
+	case len(nodes) > 0:
+		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionTrue, netclassv1alpha1.ReasonApplied,
+			fmt.Sprintf("enforced on %d attachments on %d nodes", attachments, len(nodes))), netclassv1alpha1.ReasonApplied
+	default:
+		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionUnknown, netclassv1alpha1.ReasonPending,
+			"no node runs an attachment it selects yet"), StatusPending
+	}
+}
+
+// truncate keeps a condition message within the API's limit.
+func truncate(msg string) string {
+	const limit = 32768
+	if len(msg) <= limit {
+		return msg
+	}
+	return msg[:limit-3] + "..."
 }
 
 // selected counts the netclass networks q selects: PodNetworks of provider netclass.dev

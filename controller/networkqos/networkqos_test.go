@@ -86,9 +86,12 @@ func TestReconcile(t *testing.T) {
 		PodNetworkSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "paid"}},
 	}}
 	applied := qos("applied", netclassv1alpha1.Rule{DSCP: 20})
-	applied.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied"}}
+	applied.Status.Nodes = []netclassv1alpha1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 3, Reason: "Applied"}, {Node: "n2", Attachments: 1, Reason: "Applied"}}
+	failed := qos("failed", netclassv1alpha1.Rule{DSCP: 20})
+	failed.Status.Nodes = []netclassv1alpha1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 3, Reason: "Applied"},
+		{Node: "n2", Reason: "ApplyFailed", Message: "pod games/web interface net1: netns vanished"}}
 	invalid := qos("invalid", netclassv1alpha1.Rule{DSCP: 1, Classifier: &netclassv1alpha1.Classifier{To: []netclassv1alpha1.Destination{to("10.0.0.0/8", "11.0.0.0/16")}}})
-	objs := []runtime.Object{valid, applied, invalid,
+	objs := []runtime.Object{valid, applied, failed, invalid,
 		&multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "p1", Labels: map[string]string{"tier": "paid"}}, Spec: multinetworkv1.PodNetworkSpec{Provider: "netclass.dev"}},
 		&multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "p2", Labels: map[string]string{"tier": "paid"}}, Spec: multinetworkv1.PodNetworkSpec{Provider: "other.example.com/x"}},
 		&multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "p3"}, Spec: multinetworkv1.PodNetworkSpec{Provider: "netclass.dev"}},
@@ -105,7 +108,8 @@ func TestReconcile(t *testing.T) {
 		name, accepted, ready, msgHas, status string
 	}{
 		{"valid", "Accepted", "Pending", "1 PodNetwork(s) and 0 Network(s)", "Pending"},
-		{"applied", "Accepted", "Applied", "1 Network(s)", ""},
+		{"applied", "Accepted", "Applied", "1 Network(s)", "Applied"},
+		{"failed", "Accepted", "ApplyFailed", "1 Network(s)", "ApplyFailed"},
 		{"invalid", "InvalidConfig", "InvalidConfig", "except[0]", "InvalidConfig"},
 	} {
 		if _, err := c.Reconcile(env.Ctx, "games/"+tc.name); err != nil {
@@ -119,6 +123,12 @@ func TestReconcile(t *testing.T) {
 		ready := condition.Get(q.Status.Conditions, "Ready")
 		if acc == nil || acc.Reason != tc.accepted || !strings.Contains(acc.Message, tc.msgHas) || ready == nil || ready.Reason != tc.ready || q.Status.Status != tc.status {
 			t.Errorf("%s: Accepted %+v, Ready %+v, status %q", tc.name, acc, ready, q.Status.Status)
+		}
+		if tc.name == "failed" && (ready == nil || !strings.Contains(ready.Message, "node n2: pod games/web interface net1: netns vanished")) {
+			t.Errorf("failed: Ready %+v does not name the node, the pod and the error", ready)
+		}
+		if tc.name == "applied" && (ready == nil || ready.Message != "enforced on 4 attachments on 2 nodes") {
+			t.Errorf("applied: Ready %+v does not sum the nodes up", ready)
 		}
 	}
 	if ev := strings.Join(env.Events(), "\n"); !strings.Contains(ev, "Warning InvalidConfig") {

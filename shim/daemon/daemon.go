@@ -258,7 +258,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		Detacher: d.runtime, Reporter: reporter,
 		OnError: d.publisher.HandleError,
 	}
-	d.qos = d.newQoSAgent(ctx)
+	d.qos = d.newQoSAgent(ctx, recorder)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 

@@ -4,20 +4,25 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/qosstatus"
 )
 
 // newQoSAgent builds the QoS agent over the daemon's caches, and asks it
 // for a sync whenever one of its inputs changes: a NetworkQoS, a pod's
 // labels, a namespace's labels, a claim (peer addresses), a pod attached.
-func (d *Daemon) newQoSAgent(ctx context.Context) *qosagent.Agent {
+func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *qosagent.Agent {
 	agent := qosagent.New(d.runtime, d.publisher,
 		qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		podLabels{d.podFac.Core().V1().Pods().Lister()},
@@ -25,6 +30,19 @@ func (d *Daemon) newQoSAgent(ctx context.Context) *qosagent.Agent {
 			return context.WithTimeout(ctx, 10*time.Second)
 		}},
 		qosKernel{})
+	lister := d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()
+	status := &qosstatus.Writer{
+		Node:    d.cfg.NodeName,
+		Objects: func() ([]*ncv1.NetworkQoS, error) { return lister.List(labels.Everything()) },
+		Client:  func(ns string) qosstatus.Client { return d.nc.NetclassV1alpha1().NetworkQoSes(ns) },
+		Events:  events,
+		Now:     time.Now,
+	}
+	agent.Observe = func(ctx context.Context, outs []qosagent.Outcome) {
+		if err := status.Write(ctx, outs); err != nil {
+			klog.FromContext(ctx).Error(err, "Writing the node's NetworkQoS status failed")
+		}
+	}
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { agent.Trigger() },
 		UpdateFunc: func(any, any) { agent.Trigger() },

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -88,6 +89,7 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 		t.Fatalf("create NetworkQoS: %v", err)
 	}
 	seen(peer, peerAddr, 18, "NetworkQoS created")
+	waitNodeReport(t, e, ns, "live", ncv1.ReasonApplied, 1)
 
 	edit := func(what string, mutate func(*ncv1.NetworkQoS)) {
 		t.Helper()
@@ -128,6 +130,7 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 		o.Spec.Egress[0].Classifier.To = []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: ncv1.CIDR(subnet)}}}
 	})
 	seen(peer, peerAddr, 0, "the source relabelled out of podSelector")
+	waitNodeReport(t, e, ns, "live", "", 0)
 	relabel(t, e, ns, "src", map[string]string{"app": "src"})
 	seen(peer, peerAddr, 26, "the source relabelled back in")
 
@@ -172,5 +175,31 @@ func waitNoRuleFor(t *testing.T, addr string) {
 			}
 			held := regexp.MustCompile(regexp.QuoteMeta(addr) + `\b`).Match(out)
 			return !held, string(out), nil
+		})
+}
+
+// waitNodeReport waits until node 1's entry in the NetworkQoS's status has
+// the reason and attachment count ("" and 0: until it has no entry), and
+// the controller's Ready sums it up (Applied, or Pending without entries).
+func waitNodeReport(t *testing.T, e *harness.Env, ns, name, reason string, attachments int32) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, fmt.Sprintf("NetworkQoS %s: node %s reports %q on %d attachments", name, e.Node, reason, attachments),
+		func(ctx context.Context) (bool, string, error) {
+			q, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			var got *ncv1.NetworkQoSNodeStatus
+			for i := range q.Status.Nodes {
+				if q.Status.Nodes[i].Node == e.Node {
+					got = &q.Status.Nodes[i]
+				}
+			}
+			ready := meta.FindStatusCondition(q.Status.Conditions, "Ready")
+			state := fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, ready)
+			if reason == "" {
+				return got == nil && ready != nil && ready.Reason == "Pending", state, nil
+			}
+			return got != nil && got.Reason == reason && got.Attachments == attachments && ready != nil && ready.Reason == reason, state, nil
 		})
 }

@@ -55,6 +55,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &netclassv1alpha1.NetworkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkQoS"):
 		return &netclassv1alpha1.NetworkQoSApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkQoSNodeStatus"):
+		return &netclassv1alpha1.NetworkQoSNodeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkQoSSpec"):
 		return &netclassv1alpha1.NetworkQoSSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkQoSStatus"):

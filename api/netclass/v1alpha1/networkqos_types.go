@@ -4,12 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// NetworkQoS reasons of the Ready condition, written by netclass.
+// NetworkQoS reasons of the nodes' reports (status.nodes) and of the
+// Ready condition the controller sums them up in.
 const (
-	// ReasonApplied: Ready=True, the rules are in the qos block of every
-	// selected attachment.
+	// ReasonApplied: every selected attachment holds the rules.
 	ReasonApplied = "Applied"
-	// ReasonApplyFailed: Ready=False, the rules could not be applied to some
+	// ReasonApplyFailed: the rules could not be brought current on some
 	// attachments; the message names them.
 	ReasonApplyFailed = "ApplyFailed"
 )
@@ -260,6 +260,42 @@ type NetworkQoSStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// nodes are the reports of the nodes' netclass-dra: one entry per node
+	// running attachments the NetworkQoS selects. Each node writes its own
+	// entry, with a field manager of its own (netclass-dra/<node>), so no
+	// node overwrites another's.
+	// +optional
+	// +listType=map
+	// +listMapKey=node
+	// +kubebuilder:validation:MaxItems=5000
+	Nodes []NetworkQoSNodeStatus `json:"nodes,omitempty"`
+}
+
+// NetworkQoSNodeStatus is one node's report on a NetworkQoS.
+type NetworkQoSNodeStatus struct {
+	// node is the node's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+
+	// attachments is the number of attachments on the node whose rules
+	// include this NetworkQoS's.
+	// +kubebuilder:validation:Minimum=0
+	Attachments int32 `json:"attachments"`
+
+	// reason is Applied (every attachment holds the rules) or ApplyFailed
+	// (some could not be brought current: message names the pod).
+	// +kubebuilder:validation:Enum=Applied;ApplyFailed
+	Reason string `json:"reason"`
+
+	// message says, for ApplyFailed, which pod failed and why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// lastTransitionTime is when the reason last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
 }
 
 // NetworkQoSList is a list of NetworkQoS objects.

@@ -18,6 +18,11 @@ type NetworkQoSStatusApplyConfiguration struct {
 	Status *string `json:"status,omitempty"`
 	// conditions describe the current state. Known type: "Ready".
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// nodes are the reports of the nodes' netclass-dra: one entry per node
+	// running attachments the NetworkQoS selects. Each node writes its own
+	// entry, with a field manager of its own (netclass-dra/<node>), so no
+	// node overwrites another's.
+	Nodes []NetworkQoSNodeStatusApplyConfiguration `json:"nodes,omitempty"`
 }
 
 // NetworkQoSStatusApplyConfiguration constructs a declarative configuration of the NetworkQoSStatus type for use with
@@ -43,6 +48,19 @@ func (b *NetworkQoSStatusApplyConfiguration) WithConditions(values ...*v1.Condit
 			panic("nil value passed to WithConditions")
 		}
 		b.Conditions = append(b.Conditions, *values[i])
+	}
+	return b
+}
+
+// WithNodes adds the given value to the Nodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Nodes field.
+func (b *NetworkQoSStatusApplyConfiguration) WithNodes(values ...*NetworkQoSNodeStatusApplyConfiguration) *NetworkQoSStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithNodes")
+		}
+		b.Nodes = append(b.Nodes, *values[i])
 	}
 	return b
 }
