@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
@@ -93,12 +94,7 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 
 	edit := func(what string, mutate func(*ncv1.NetworkQoS)) {
 		t.Helper()
-		got, err := qoses.Get(testbed.Context(t, time.Minute), "live", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mutate(got)
-		if _, err := qoses.Update(testbed.Context(t, time.Minute), got, metav1.UpdateOptions{}); err != nil {
+		if err := updateQoS(t, e, ns, "live", mutate); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
@@ -146,11 +142,30 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 	}
 }
 
+// updateQoS edits a NetworkQoS, again when a status write came between its
+// read and its update.
+func updateQoS(t *testing.T, e *harness.Env, ns, name string, mutate func(*ncv1.NetworkQoS)) error {
+	qoses := e.NC.NetclassV1alpha1().NetworkQoSes(ns)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		q, err := qoses.Get(testbed.Context(t, time.Minute), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(q)
+		_, err = qoses.Update(testbed.Context(t, time.Minute), q, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 func relabel(t *testing.T, e *harness.Env, ns, pod string, labels map[string]string) {
 	t.Helper()
-	p := getPod(t, e, ns, pod)
-	p.Labels = labels
-	if _, err := e.Kube.CoreV1().Pods(ns).Update(testbed.Context(t, time.Minute), p, metav1.UpdateOptions{}); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := getPod(t, e, ns, pod)
+		p.Labels = labels
+		_, err := e.Kube.CoreV1().Pods(ns).Update(testbed.Context(t, time.Minute), p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("relabel pod %s: %v", pod, err)
 	}
 }
