@@ -71,3 +71,65 @@ func HostEnd(podNS, ifname string) (string, error) {
 	}
 	return host.Attrs().Name, nil
 }
+
+// Interface is a pod interface whose rules SyncInterfaces brings to Plan.
+type Interface struct {
+	PodNS, IfName string
+	Plan          *qos.Plan
+}
+
+// Result is what a sync did to one interface.
+type Result struct {
+	Changed bool
+	Err     error
+}
+
+// SyncInterfaces is SyncRules for many pod interfaces, each known by its
+// pod's side only (the host end is found with HostEnd): what netclass-dra's
+// QoS agent runs. The ports of bridged veths are synced in one nftables
+// transaction (nft.SyncPorts), the other interfaces one by one in their
+// pods' namespaces. Results are in the order of ifs.
+func SyncInterfaces(ifs []Interface) []Result {
+	out := make([]Result, len(ifs))
+	ports, at := map[string]*qos.Plan{}, map[string]int{}
+	for i, f := range ifs {
+		a, port, err := locate(f)
+		switch {
+		case err != nil:
+			out[i].Err = fmt.Errorf("interface %q of %s: %w", f.IfName, f.PodNS, err)
+		case port:
+			ports[a.HostIf], at[a.HostIf] = f.Plan, i
+		default:
+			out[i].Changed, out[i].Err = SyncRules(a, f.Plan)
+		}
+	}
+	if len(ports) == 0 {
+		return out
+	}
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		for _, i := range at {
+			out[i].Err = err
+		}
+		return out
+	}
+	for h, r := range nft.SyncPorts(c, ports) {
+		out[at[h]] = Result{Changed: r.Changed, Err: r.Err}
+		if r.Err != nil {
+			out[at[h]].Err = fmt.Errorf("update the rules of %q on %q: %w", ifs[at[h]].IfName, h, r.Err)
+		}
+	}
+	return out
+}
+
+// locate finds where the interface's rules live: its attachment, and
+// whether that is a host port.
+func locate(f Interface) (Attachment, bool, error) {
+	host, err := HostEnd(f.PodNS, f.IfName)
+	if err != nil {
+		return Attachment{}, false, err
+	}
+	a := Attachment{PodNS: f.PodNS, IfName: f.IfName, HostIf: host}
+	_, port, err := hostPort(a)
+	return a, port, err
+}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/qosagent"
@@ -29,7 +28,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(ctx, 10*time.Second)
 		}},
-		qosKernel{})
+		qosport.SyncInterfaces)
 	lister := d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()
 	status := &qosstatus.Writer{
 		Node:    d.cfg.NodeName,
@@ -69,15 +68,4 @@ func (p podLabels) Labels(namespace, name string, uid types.UID) (map[string]str
 		return nil, false
 	}
 	return pod.Labels, true
-}
-
-// qosKernel applies plans where the plugins put an attachment's rules.
-type qosKernel struct{}
-
-func (qosKernel) Sync(netns, ifname string, plan *qos.Plan) (bool, error) {
-	host, err := qosport.HostEnd(netns, ifname)
-	if err != nil {
-		return false, err
-	}
-	return qosport.SyncRules(qosport.Attachment{PodNS: netns, IfName: ifname, HostIf: host}, plan)
 }

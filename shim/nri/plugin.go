@@ -139,20 +139,23 @@ func (p *Plugin) Hold() (release func()) {
 // Claims lists the claims prepared on the node.
 func (p *Plugin) Claims() []*checkpoint.Claim { return p.Store.List() }
 
-// Locked runs fn holding the claim's lock, with the claim's record as it is
-// then (nil: the claim is gone): the work of others on the claim (its
-// sandboxes, its Unprepare) waits, and fn sees no attachment half-made.
-func (p *Plugin) Locked(ctx context.Context, uid types.UID, fn func(*checkpoint.Claim) error) error {
-	release, err := p.locks.lock(ctx, uid)
+// Locked runs fn holding the locks of the claims, with their records as
+// they are then (a claim that is gone has none): the work of others on
+// these claims (their sandboxes, their Unprepare) waits, and fn sees no
+// attachment half-made.
+func (p *Plugin) Locked(ctx context.Context, uids []types.UID, fn func(map[types.UID]*checkpoint.Claim) error) error {
+	release, err := p.locks.lock(ctx, uids...)
 	if err != nil {
 		return err
 	}
 	defer release()
-	c, ok := p.Store.Get(uid)
-	if !ok {
-		c = nil
+	now := make(map[types.UID]*checkpoint.Claim, len(uids))
+	for _, uid := range uids {
+		if c, ok := p.Store.Get(uid); ok {
+			now[uid] = c
+		}
 	}
-	return fn(c)
+	return fn(now)
 }
 
 // Responsive reports whether the work loop takes new work before ctx ends:

@@ -14,10 +14,12 @@
 package qosagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,18 +28,21 @@ import (
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/render"
 )
 
-// Claims are the node's prepared claims; Locked orders the agent's work on a
-// claim with its sandboxes and its Unprepare (a rule applied to an
-// attachment being deleted would outlive it).
+// Claims are the node's prepared claims; Locked orders the agent's work on
+// claims with their sandboxes and their Unprepare (a rule applied to an
+// attachment being deleted would outlive it): fn runs holding the locks of
+// all the claims, with their records as they are then (a missing claim is
+// gone).
 type Claims interface {
 	Claims() []*checkpoint.Claim
-	Locked(ctx context.Context, uid types.UID, fn func(*checkpoint.Claim) error) error
+	Locked(ctx context.Context, uids []types.UID, fn func(map[types.UID]*checkpoint.Claim) error) error
 }
 
 // Networks resolves a published device to its network (labels, kind).
@@ -56,11 +61,16 @@ type Pods interface {
 	Labels(namespace, name string, uid types.UID) (labels map[string]string, ok bool)
 }
 
-// Kernel brings an attachment's rules to a plan and reports whether it
-// changed anything.
-type Kernel interface {
-	Sync(netns, ifname string, plan *qos.Plan) (bool, error)
-}
+// Item is one attachment's interface and the plan it is to hold.
+type Item = qosport.Interface
+
+// Result is what the kernel side did with one Item.
+type Result = qosport.Result
+
+// Kernel brings interfaces' rules to their plans, all in one go where it
+// can, and returns a result per item, in order: qosport.SyncInterfaces, or
+// a fake in tests.
+type Kernel func(items []Item) []Result
 
 // Outcome is what a sync did for one attachment.
 type Outcome struct {
@@ -150,35 +160,197 @@ func failed(outs []Outcome) bool {
 }
 
 // Sync brings every running attachment of the node to its desired plan and
-// returns what it did, attachment by attachment.
+// returns what it did, attachment by attachment. The plans are computed
+// from a snapshot of the checkpoint; the attachments whose plan differs
+// from the one they hold are then synced in one batch (one nftables
+// transaction for the node's ports), holding their claims' locks, each
+// checked against its claim's current record first.
 func (a *Agent) Sync(ctx context.Context) []Outcome {
-	log := klog.FromContext(ctx)
 	var outs []Outcome
+	var todo []pending
 	seen := map[string]bool{}
-	for _, listed := range a.claims.Claims() {
-		// A claim busy for long (a slow CNI call) delays its own rules only.
-		claimCtx, cancel := context.WithTimeout(ctx, ClaimWait)
-		err := a.claims.Locked(claimCtx, listed.UID, func(c *checkpoint.Claim) error {
-			if c == nil {
-				return nil
-			}
-			for i := range c.Devices {
-				outs = append(outs, a.syncDevice(ctx, c, &c.Devices[i], seen)...)
-			}
-			return nil
-		})
-		cancel()
-		if err != nil {
-			log.Error(err, "QoS sync of a claim skipped", "claim", klog.KRef(listed.Namespace, listed.Name))
+	for _, c := range a.claims.Claims() {
+		for i := range c.Devices {
+			outs, todo = a.planDevice(c, &c.Devices[i], seen, outs, todo)
 		}
 	}
+	a.forgetUnseen(seen)
+	outs = append(outs, a.apply(ctx, todo)...)
+	slices.SortFunc(outs, func(x, y Outcome) int {
+		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
+	})
+	a.report(ctx, outs)
+	return outs
+}
+
+// pending is an attachment whose plan it may not hold yet.
+type pending struct {
+	claim types.UID
+	key   string
+	at    checkpoint.Attachment
+	plan  *qos.Plan
+	out   Outcome
+}
+
+// planDevice computes the plans of the device's attached interfaces. A
+// device recorded before the agent existed (no qos), or whose network is
+// no longer offered, is left as it is.
+func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
+	if d.QoS == nil {
+		return outs, todo
+	}
+	offer, ok := a.networks.Lookup(d.Device)
+	if !ok || offer.Network.Ref != d.Network {
+		return outs, todo
+	}
+	for _, at := range d.Attachments {
+		pod, ok := podOf(c, at.PodUID)
+		if at.State != checkpoint.Attached || !ok {
+			continue
+		}
+		labels, ok := a.pods.Labels(pod.Namespace, pod.Name, pod.UID)
+		if !ok {
+			continue // not in the cache yet, or being deleted: the next sync sees it
+		}
+		key := fmt.Sprintf("%s/%s/%s", c.UID, at.SandboxID, at.IfName)
+		seen[key] = true
+		out := Outcome{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, PodUID: pod.UID,
+			IfName: at.IfName, Network: d.Network}
+		plan := a.plan(d, render.Target{Namespace: pod.Namespace, PodLabels: labels, Network: offer.Network}, &out)
+		switch {
+		case plan == nil:
+			outs = append(outs, out)
+		case a.holds(key, plan):
+			outs = append(outs, out)
+		default:
+			todo = append(todo, pending{claim: c.UID, key: key, at: at, plan: plan, out: out})
+		}
+	}
+	return outs, todo
+}
+
+// plan computes the attachment's plan, recording in out what selects it
+// and what went wrong (nil: no plan can be applied).
+func (a *Agent) plan(d *checkpoint.Device, target render.Target, out *Outcome) *qos.Plan {
+	objs, err := a.policies.NetworkQoS(target.Namespace)
+	if err != nil {
+		out.Err = fmt.Errorf("list NetworkQoS of namespace %s: %w", target.Namespace, err)
+		return nil
+	}
+	for _, obj := range objs {
+		if ok, _ := render.Selects(obj, target); ok {
+			out.Selected = append(out.Selected, obj.Name)
+		}
+	}
+	plan, ignored, err := Desired(d.QoS.Base, objs, target, a.peers)
+	out.Ignored = ignored
+	if err != nil {
+		out.Err = fmt.Errorf("pod %s interface %s: %w", out.Pod, out.IfName, err)
+	}
+	return plan
+}
+
+// holds reports whether the attachment holds the plan, as last applied.
+func (a *Agent) holds(key string, plan *qos.Plan) bool {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	last, ok := a.applied[key]
+	return ok && reflect.DeepEqual(last, plan)
+}
+
+func (a *Agent) forgetUnseen(seen map[string]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for key := range a.applied {
 		if !seen[key] {
 			delete(a.applied, key)
 		}
 	}
-	a.mu.Unlock()
+}
+
+// apply syncs the pending attachments holding their claims' locks, all at
+// once; when that wait is too long (a claim busy with a slow CNI call),
+// claim by claim, so a busy claim delays only its own rules.
+func (a *Agent) apply(ctx context.Context, todo []pending) []Outcome {
+	if len(todo) == 0 {
+		return nil
+	}
+	var uids []types.UID
+	for _, p := range todo {
+		uids = append(uids, p.claim)
+	}
+	if outs, err := a.applyLocked(ctx, uids, todo); err == nil {
+		return outs
+	}
+	var outs []Outcome
+	for _, uid := range slices.Compact(slices.Sorted(slices.Values(uids))) {
+		mine := slices.DeleteFunc(slices.Clone(todo), func(p pending) bool { return p.claim != uid })
+		got, err := a.applyLocked(ctx, []types.UID{uid}, mine)
+		if err != nil {
+			for _, p := range mine {
+				p.out.Err = fmt.Errorf("pod %s interface %s: claim busy: %w", p.out.Pod, p.out.IfName, err)
+				got = append(got, p.out)
+			}
+		}
+		outs = append(outs, got...)
+	}
+	return outs
+}
+
+func (a *Agent) applyLocked(ctx context.Context, uids []types.UID, todo []pending) ([]Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, ClaimWait)
+	defer cancel()
+	var outs []Outcome
+	err := a.claims.Locked(ctx, uids, func(now map[types.UID]*checkpoint.Claim) error {
+		var items []Item
+		var live []pending
+		for _, p := range todo {
+			if stillAttached(now[p.claim], p.at) {
+				items = append(items, Item{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.plan})
+				live = append(live, p)
+			}
+		}
+		for i, r := range a.kernel(items) {
+			outs = append(outs, a.record(live[i], r))
+		}
+		return nil
+	})
+	return outs, err
+}
+
+// stillAttached reports whether the claim's record still holds the
+// attachment (the same sandbox's interface, attached).
+func stillAttached(c *checkpoint.Claim, at checkpoint.Attachment) bool {
+	if c == nil {
+		return false
+	}
+	for _, d := range c.Devices {
+		for _, cur := range d.Attachments {
+			if cur.SandboxID == at.SandboxID && cur.IfName == at.IfName && cur.NetNS == at.NetNS {
+				return cur.State == checkpoint.Attached
+			}
+		}
+	}
+	return false
+}
+
+// record keeps what the kernel now holds and returns the outcome.
+func (a *Agent) record(p pending, r Result) Outcome {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p.out.Changed = r.Changed
+	if r.Err != nil {
+		delete(a.applied, p.key) // unknown now: read the kernel next time
+		p.out.Err = fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, r.Err)
+		return p.out
+	}
+	a.applied[p.key] = p.plan
+	return p.out
+}
+
+// report logs the outcomes and hands them to Observe.
+func (a *Agent) report(ctx context.Context, outs []Outcome) {
+	log := klog.FromContext(ctx)
 	for _, o := range outs {
 		switch {
 		case o.Err != nil:
@@ -193,76 +365,6 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	if a.Observe != nil {
 		a.Observe(ctx, outs)
 	}
-	return outs
-}
-
-// syncDevice syncs the device's attached interfaces. A device recorded
-// before the agent existed (no qos), or whose network is no longer
-// offered, is left as it is.
-func (a *Agent) syncDevice(ctx context.Context, c *checkpoint.Claim, d *checkpoint.Device, seen map[string]bool) []Outcome {
-	if d.QoS == nil {
-		return nil
-	}
-	offer, ok := a.networks.Lookup(d.Device)
-	if !ok || offer.Network.Ref != d.Network {
-		return nil
-	}
-	var outs []Outcome
-	for _, at := range d.Attachments {
-		if at.State != checkpoint.Attached {
-			continue
-		}
-		pod, ok := podOf(c, at.PodUID)
-		if !ok {
-			continue
-		}
-		key := fmt.Sprintf("%s/%s/%s", c.UID, at.SandboxID, at.IfName)
-		seen[key] = true
-		out := Outcome{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, PodUID: pod.UID,
-			IfName: at.IfName, Network: d.Network}
-		labels, ok := a.pods.Labels(pod.Namespace, pod.Name, pod.UID)
-		if !ok {
-			continue // not in the cache yet, or being deleted: the next sync sees it
-		}
-		a.syncOne(ctx, key, d, at, render.Target{Namespace: pod.Namespace, PodLabels: labels, Network: offer.Network}, &out)
-		outs = append(outs, out)
-	}
-	return outs
-}
-
-func (a *Agent) syncOne(_ context.Context, key string, d *checkpoint.Device, at checkpoint.Attachment, target render.Target, out *Outcome) {
-	objs, err := a.policies.NetworkQoS(target.Namespace)
-	if err != nil {
-		out.Err = fmt.Errorf("list NetworkQoS of namespace %s: %w", target.Namespace, err)
-		return
-	}
-	for _, obj := range objs {
-		if ok, _ := render.Selects(obj, target); ok {
-			out.Selected = append(out.Selected, obj.Name)
-		}
-	}
-	plan, ignored, err := Desired(d.QoS.Base, objs, target, a.peers)
-	out.Ignored = ignored
-	if err != nil {
-		out.Err = err
-		return
-	}
-	a.mu.Lock()
-	last, known := a.applied[key]
-	a.mu.Unlock()
-	if known && reflect.DeepEqual(last, plan) {
-		return
-	}
-	changed, err := a.kernel.Sync(at.NetNS, at.IfName, plan)
-	out.Changed = changed
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err != nil {
-		delete(a.applied, key) // unknown now: read the kernel next time
-		out.Err = fmt.Errorf("pod %s interface %s: %w", out.Pod, at.IfName, err)
-		return
-	}
-	a.applied[key] = plan
 }
 
 func podOf(c *checkpoint.Claim, uid types.UID) (checkpoint.Pod, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,16 +21,27 @@ import (
 
 var blue = attachment.NetworkRef{Class: "c", Group: "multinetwork.k8s.io", Version: "v1", Kind: "PodNetwork", Name: "blue"}
 
-type fakeClaims struct{ claims []*checkpoint.Claim }
+type fakeClaims struct {
+	claims []*checkpoint.Claim
+	locked [][]types.UID // the claims of each Locked call
+	// meanwhile, when set, runs once the locks are "taken": what other
+	// workers did between the agent's snapshot and its locks.
+	meanwhile func()
+}
 
 func (f *fakeClaims) Claims() []*checkpoint.Claim { return f.claims }
-func (f *fakeClaims) Locked(_ context.Context, uid types.UID, fn func(*checkpoint.Claim) error) error {
+func (f *fakeClaims) Locked(_ context.Context, uids []types.UID, fn func(map[types.UID]*checkpoint.Claim) error) error {
+	f.locked = append(f.locked, uids)
+	if f.meanwhile != nil {
+		f.meanwhile()
+	}
+	now := map[types.UID]*checkpoint.Claim{}
 	for _, c := range f.claims {
-		if c.UID == uid {
-			return fn(c)
+		if slices.Contains(uids, c.UID) {
+			now[c.UID] = c
 		}
 	}
-	return fn(nil)
+	return fn(now)
 }
 
 type fakeNetworks map[string]network.Network
@@ -58,21 +70,26 @@ func (f *fakePeers) Addresses(string, ncv1.Destination, network.Network) ([]neti
 
 // fakeKernel records the plan each interface was synced to.
 type fakeKernel struct {
-	calls int
+	calls int                  // interfaces synced
 	plans map[string]*qos.Plan // netns/ifname -> plan
 	fail  error
 }
 
-func (k *fakeKernel) Sync(netns, ifname string, plan *qos.Plan) (bool, error) {
-	k.calls++
-	if k.fail != nil {
-		return false, k.fail
+func (k *fakeKernel) sync(items []Item) []Result {
+	out := make([]Result, len(items))
+	for i, it := range items {
+		k.calls++
+		if k.fail != nil {
+			out[i].Err = k.fail
+			continue
+		}
+		if k.plans == nil {
+			k.plans = map[string]*qos.Plan{}
+		}
+		k.plans[it.PodNS+"/"+it.IfName] = it.Plan
+		out[i].Changed = true
 	}
-	if k.plans == nil {
-		k.plans = map[string]*qos.Plan{}
-	}
-	k.plans[netns+"/"+ifname] = plan
-	return true, nil
+	return out
 }
 
 // fixture: one claim shared by pods a (app=web) and b (app=db), each
@@ -105,7 +122,7 @@ func newFixture() *fixture {
 		peers:    &fakePeers{},
 		kernel:   &fakeKernel{},
 	}
-	f.agent = New(f.claims, fakeNetworks{"blue": {Ref: blue}}, f.policies, f.pods, f.peers, f.kernel)
+	f.agent = New(f.claims, fakeNetworks{"blue": {Ref: blue}}, f.policies, f.pods, f.peers, f.kernel.sync)
 	return f
 }
 
@@ -274,4 +291,33 @@ func equal(a, b []uint8) bool {
 		}
 	}
 	return true
+}
+
+// Only the claims whose attachments need a change are locked, and an
+// attachment removed between the agent's snapshot and its locks (a DEL
+// that ran meanwhile) is not given rules that would outlive it.
+func TestLocksOnlyWhatChangesAndSkipsWhatWent(t *testing.T) {
+	f := newFixture()
+	ctx := context.Background()
+	other := &checkpoint.Claim{UID: "other", Namespace: "t1", Name: "other",
+		Pods: []checkpoint.Pod{{UID: "c", Namespace: "t1", Name: "c"}},
+		Devices: []checkpoint.Device{{Device: "blue", Pool: "n1", Network: blue, QoS: &checkpoint.DeviceQoS{},
+			Attachments: []checkpoint.Attachment{{PodUID: "c", SandboxID: "sb-c", NetNS: "/ns/c", IfName: "net1", State: checkpoint.Attached}}}}}
+	f.claims.claims = append(f.claims.claims, other)
+	f.pods["c"] = map[string]string{"app": "db"}
+	f.agent.Sync(ctx)
+	f.claims.locked = nil
+	f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(46)} // selects pod a only
+	f.agent.Sync(ctx)
+	if len(f.claims.locked) != 1 || !slices.Equal(f.claims.locked[0], []types.UID{"claim"}) {
+		t.Errorf("locked %v, want only the claim of pod a", f.claims.locked)
+	}
+	f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(10)}
+	shared := f.claims.claims[0]
+	f.claims.meanwhile = func() { shared.Devices[0].Attachments = shared.Devices[0].Attachments[1:] } // pod a's DEL
+	before := f.kernel.calls
+	f.agent.Sync(ctx)
+	if f.kernel.calls != before {
+		t.Errorf("an attachment deleted meanwhile was synced (%d calls)", f.kernel.calls-before)
+	}
 }

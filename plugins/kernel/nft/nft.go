@@ -35,11 +35,13 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Open returns a connection to nftables in the namespace behind fd.
 func Open(nsFd int) (*nftables.Conn, error) {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFd))
+	c, err := nftables.New(nftables.WithNetNSFd(nsFd), nftables.WithSockOptions(bigBuffers))
 	if err != nil {
 		return nil, fmt.Errorf("open nftables: %w", err)
 	}
@@ -49,11 +51,34 @@ func Open(nsFd int) (*nftables.Conn, error) {
 // OpenCurrent returns a connection to nftables in the calling process's own
 // namespace (where the plugin runs: the host side of attachments).
 func OpenCurrent() (*nftables.Conn, error) {
-	c, err := nftables.New()
+	c, err := nftables.New(nftables.WithSockOptions(bigBuffers))
 	if err != nil {
 		return nil, fmt.Errorf("open nftables: %w", err)
 	}
 	return c, nil
+}
+
+// socketBuffer is the send and receive buffer of netclass's nftables
+// sockets. A transaction is one sendmsg, and the kernel acknowledges each
+// of its messages: a transaction for many ports overflows the default
+// buffers (EMSGSIZE on the send; ENOBUFS on the acks of a transaction that
+// was committed nonetheless).
+const socketBuffer = 8 << 20
+
+// bigBuffers sets the socket's buffers past the sysctl limits (the *FORCE
+// options, for a process with CAP_NET_ADMIN, which netclass has). Without
+// it the defaults stay: a SyncPorts transaction that does not fit fails,
+// and its ports are synced one by one (the same result, slower).
+func bigBuffers(c *netlink.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	_ = raw.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, socketBuffer)
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer)
+	})
+	return nil
 }
 
 // ruleset is the complete content of one table.

@@ -2,7 +2,6 @@ package nft
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -46,11 +45,6 @@ func portTable() *nftables.Table {
 // and sets are named PortChain(hostIf)+"/...".
 func PortChain(hostIf string) string { return "port/" + hostIf }
 
-// ownedBy reports whether a chain or set name belongs to the host end's port.
-func ownedBy(name, hostIf string) bool {
-	return name == PortChain(hostIf) || strings.HasPrefix(name, PortChain(hostIf)+"/")
-}
-
 func portMapSet() *nftables.Set {
 	// Host byte order for the key is what nft itself records for ifname
 	// keys: without it `nft list` prints them reversed (as "").
@@ -74,9 +68,15 @@ func baseRuleset() *ruleset {
 
 // portRuleset is one host end's part: its chains and sets.
 func portRuleset(hostIf string, plan *qos.Plan) *ruleset {
+	return portRulesetAfter(hostIf, plan, portMapID)
+}
+
+// portRulesetAfter is portRuleset with set IDs after lastSet, so that the
+// new sets of many ports in one transaction have IDs of their own.
+func portRulesetAfter(hostIf string, plan *qos.Plan, lastSet uint32) *ruleset {
 	t := portTable()
 	main := &nftables.Chain{Name: PortChain(hostIf), Table: t}
-	rs := &ruleset{table: t, chains: []*nftables.Chain{main}, rules: map[string][][]expr.Any{}, lastSet: portMapID}
+	rs := &ruleset{table: t, chains: []*nftables.Chain{main}, rules: map[string][][]expr.Any{}, lastSet: lastSet}
 	renderPlan(rs, main, PortChain(hostIf)+"/", plan)
 	return rs
 }

@@ -3,6 +3,7 @@ package nft
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -20,65 +21,109 @@ type portState struct {
 	sets    []string      // the port's sets
 }
 
+// tableState is what the shared table holds for every port, read once.
+type tableState struct {
+	table    bool
+	baseOK   bool
+	mapSet   *nftables.Set
+	elements map[string]*expr.Verdict // host end -> its map entry
+	chains   map[string][]string      // host end -> its chains, main first
+	sets     map[string][]string      // host end -> its sets
+}
+
+// port is the state of one host end's port.
+func (ts *tableState) port(hostIf string) *portState {
+	return &portState{table: ts.table, baseOK: ts.baseOK, mapSet: ts.mapSet,
+		element: ts.elements[hostIf], chains: ts.chains[hostIf], sets: ts.sets[hostIf]}
+}
+
 // readPort reads the shared table's state as far as hostIf is concerned.
 func readPort(c *nftables.Conn, hostIf string) (*portState, error) {
-	st := &portState{}
-	t := portTable()
-	ok, err := tableExists(c, t)
-	if err != nil || !ok {
-		return st, err
-	}
-	st.table = true
-	base, err := st.readChains(c, hostIf)
+	ts, err := readTable(c)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.readSets(c, hostIf); err != nil {
+	return ts.port(hostIf), nil
+}
+
+// readTable reads the shared table: its base, its map and every port's
+// chains and sets (one dump of each kind, whatever the number of ports).
+func readTable(c *nftables.Conn) (*tableState, error) {
+	ts := &tableState{elements: map[string]*expr.Verdict{}, chains: map[string][]string{}, sets: map[string][]string{}}
+	t := portTable()
+	ok, err := tableExists(c, t)
+	if err != nil || !ok {
+		return ts, err
+	}
+	ts.table = true
+	base, err := ts.readChains(c)
+	if err != nil {
 		return nil, err
 	}
-	if st.mapSet == nil {
-		return st, nil
+	if err := ts.readSets(c); err != nil {
+		return nil, err
 	}
-	if err := st.readElement(c, hostIf); err != nil {
+	if ts.mapSet == nil {
+		return ts, nil
+	}
+	if err := ts.readElements(c); err != nil {
 		return nil, err
 	}
 	if base == nil {
-		return st, nil
+		return ts, nil
 	}
 	want := baseRuleset()
 	if !sameHook(base, want.chains[0]) {
-		return st, nil
+		return ts, nil
 	}
 	rules, err := c.GetRules(t, base)
 	if err != nil {
 		return nil, fmt.Errorf("list rules of chain bridge %s %s: %w", t.Name, portBase, err)
 	}
-	st.baseOK = sameRules(rules, want.rules[portBase]) == nil
-	return st, nil
+	ts.baseOK = sameRules(rules, want.rules[portBase]) == nil
+	return ts, nil
 }
 
-// readChains records the port's chains and returns the base chain, if any.
-func (st *portState) readChains(c *nftables.Conn, hostIf string) (*nftables.Chain, error) {
+// portOf returns the host end a chain or set name belongs to ("" for the
+// table's own objects).
+func portOf(name string) string {
+	rest, ok := strings.CutPrefix(name, "port/")
+	if !ok {
+		return ""
+	}
+	hostIf, _, _ := strings.Cut(rest, "/")
+	return hostIf
+}
+
+// readChains records every port's chains and returns the base chain, if any.
+func (ts *tableState) readChains(c *nftables.Conn) (*nftables.Chain, error) {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
 	if err != nil {
 		return nil, fmt.Errorf("list nftables bridge chains: %w", err)
 	}
 	var base *nftables.Chain
 	for _, ch := range chains {
-		switch {
-		case ch.Table.Name != PortQoSTable:
-		case ch.Name == portBase:
+		if ch.Table.Name != PortQoSTable {
+			continue
+		}
+		if ch.Name == portBase {
 			base = ch
-		case ch.Name == PortChain(hostIf):
-			st.chains = append([]string{ch.Name}, st.chains...)
-		case ownedBy(ch.Name, hostIf):
-			st.chains = append(st.chains, ch.Name)
+			continue
+		}
+		h := portOf(ch.Name)
+		if h == "" {
+			continue
+		}
+		if ch.Name == PortChain(h) {
+			ts.chains[h] = append([]string{ch.Name}, ts.chains[h]...)
+		} else {
+			ts.chains[h] = append(ts.chains[h], ch.Name)
 		}
 	}
 	return base, nil
 }
 
-func (st *portState) readSets(c *nftables.Conn, hostIf string) error {
+func (ts *tableState) readSets(c *nftables.Conn) error {
 	sets, err := c.GetSets(portTable())
 	if err != nil {
 		return fmt.Errorf("list sets of nftables table bridge %s: %w", PortQoSTable, err)
@@ -89,26 +134,26 @@ func (st *portState) readSets(c *nftables.Conn, hostIf string) error {
 			// google/nftables v0.3.0 reads a verdict map's data type into
 			// KeyType: the types cannot be told apart here. The base rule
 			// (a verdict lookup) only loads into a map of verdicts anyway.
-			st.mapSet = s
-		case ownedBy(s.Name, hostIf):
-			st.sets = append(st.sets, s.Name)
+			ts.mapSet = s
+		case portOf(s.Name) != "":
+			ts.sets[portOf(s.Name)] = append(ts.sets[portOf(s.Name)], s.Name)
 		}
 	}
 	return nil
 }
 
-func (st *portState) readElement(c *nftables.Conn, hostIf string) error {
-	els, err := c.GetSetElements(st.mapSet)
+func (ts *tableState) readElements(c *nftables.Conn) error {
+	els, err := c.GetSetElements(ts.mapSet)
 	if err != nil {
 		return fmt.Errorf("list the entries of nftables map bridge %s %s: %w", PortQoSTable, portMap, err)
 	}
 	for _, e := range els {
-		if !bytes.Equal(e.Key, ifname(hostIf)) {
-			continue
+		h := string(bytes.TrimRight(e.Key, "\x00"))
+		v, err := parseVerdict(e.Val)
+		if err != nil {
+			v = &expr.Verdict{} // unreadable, but there to delete (and not what CHECK wants)
 		}
-		if st.element, err = parseVerdict(e.Val); err != nil {
-			st.element = &expr.Verdict{} // unreadable, but there to delete (and not what CHECK wants)
-		}
+		ts.elements[h] = v
 	}
 	return nil
 }

@@ -18,48 +18,145 @@ import (
 // A port without rules gets them as ApplyPortQoS would install them, and a
 // plan without rules removes the port's.
 func SyncPortQoS(c *nftables.Conn, hostIf string, plan *qos.Plan) (bool, error) {
-	if !plan.NeedsRules() {
-		found, err := HasPortQoS(c, hostIf)
-		if err != nil || !found {
-			return false, err
-		}
-		return true, DeletePortQoS(c, hostIf)
-	}
-	st, err := readPort(c, hostIf)
+	res := SyncPorts(c, map[string]*qos.Plan{hostIf: plan})
+	return res[hostIf].Changed, res[hostIf].Err
+}
+
+// PortResult is what a sync did to one port.
+type PortResult struct {
+	Changed bool
+	Err     error
+}
+
+// maxPortsPerTransaction bounds the ports one SyncPorts transaction holds
+// (tens of messages each), so that a transaction and its acknowledgements
+// fit the socket's buffers.
+const maxPortsPerTransaction = 32
+
+// SyncPorts is SyncPortQoS for many ports at once: the shared table is read
+// once and the ports' differences go in few transactions (a transaction
+// that rewrites or removes rules waits for an RCU grace period: one wait
+// for up to maxPortsPerTransaction ports, not one each). When a
+// transaction fails, each of its ports is tried on its own, so one port's
+// failure holds up no other.
+func SyncPorts(c *nftables.Conn, plans map[string]*qos.Plan) map[string]PortResult {
+	out := make(map[string]PortResult, len(plans))
+	ts, err := readTable(c)
 	if err != nil {
-		return false, err
+		for h := range plans {
+			out[h] = PortResult{Err: err}
+		}
+		return out
 	}
-	if !st.table || len(st.chains) == 0 {
-		return true, ApplyPortQoS(c, hostIf, plan)
+	ports := sortedKeys(plans)
+	for len(ports) > 0 {
+		n := min(len(ports), maxPortsPerTransaction)
+		syncChunk(c, ts, plans, ports[:n], out)
+		ports = ports[n:]
 	}
-	t := portTable()
-	got, err := readOwned(c, t, st.chains, st.sets)
+	return out
+}
+
+// syncChunk syncs some of the ports in one transaction.
+func syncChunk(c *nftables.Conn, ts *tableState, plans map[string]*qos.Plan, ports []string, out map[string]PortResult) {
+	chunk := make(map[string]*qos.Plan, len(ports))
+	for _, h := range ports {
+		chunk[h] = plans[h]
+	}
+	fail := func(err error) {
+		for _, h := range ports {
+			out[h] = PortResult{Err: err}
+		}
+	}
+	changed, err := queuePorts(c, ts, chunk)
 	if err != nil {
-		return false, err
+		fail(err)
+		return
 	}
-	want := portRuleset(hostIf, plan)
-	ch := diff(got, want)
-	mapped := st.element != nil && st.element.Kind == expr.VerdictGoto && st.element.Chain == PortChain(hostIf)
-	if ch.empty() && mapped && st.baseOK {
-		return false, nil
-	}
-	if !st.baseOK {
-		if err := queueBase(c); err != nil {
-			return false, err
-		}
-	}
-	if err := queueChanges(c, t, want, ch); err != nil {
-		return false, err
-	}
-	if !mapped {
-		if err := remap(c, st, hostIf); err != nil {
-			return false, err
-		}
+	if len(changed) == 0 {
+		fail(nil)
+		return
 	}
 	if err := c.Flush(); err != nil {
-		return false, unsupported(fmt.Errorf("update the rules of port %q in nftables table bridge %s (%s): %w", hostIf, PortQoSTable, ch, err), PortFeature)
+		if len(ports) == 1 {
+			fail(unsupported(fmt.Errorf("update the rules of port %q in nftables table bridge %s: %w", ports[0], PortQoSTable, err), PortFeature))
+			return
+		}
+		for _, h := range ports { // each on its own, its state read again
+			out[h] = SyncPorts(c, map[string]*qos.Plan{h: plans[h]})[h]
+		}
+		return
 	}
-	return true, nil
+	ts.baseOK = true // repaired by the transaction if it was not
+	for _, h := range ports {
+		out[h] = PortResult{Changed: changed[h]}
+	}
+}
+
+// queuePorts adds every port's differences to the batch and returns the
+// ports that have any.
+func queuePorts(c *nftables.Conn, ts *tableState, plans map[string]*qos.Plan) (map[string]bool, error) {
+	changed := map[string]bool{}
+	t := portTable()
+	baseQueued := false
+	lastSet := uint32(portMapID)
+	for _, h := range sortedKeys(plans) {
+		plan, st := plans[h], ts.port(h)
+		if !plan.NeedsRules() {
+			found, err := st.queueDelete(c, h)
+			if err != nil {
+				return nil, err
+			}
+			changed[h] = found
+			continue
+		}
+		var got owned
+		if len(st.chains) > 0 {
+			var err error
+			if got, err = readOwned(c, t, st.chains, st.sets); err != nil {
+				return nil, err
+			}
+		} else {
+			got = owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}}
+			// remnants of a port without its main chain are replaced whole
+			if _, err := st.queueDelete(c, h); err != nil {
+				return nil, err
+			}
+			st.element = nil
+		}
+		want := portRulesetAfter(h, plan, lastSet)
+		lastSet = want.lastSet
+		ch := diff(got, want)
+		mapped := st.element != nil && st.element.Kind == expr.VerdictGoto && st.element.Chain == PortChain(h)
+		if ch.empty() && mapped && st.baseOK {
+			continue
+		}
+		changed[h] = true
+		if !st.baseOK && !baseQueued {
+			if err := queueBase(c); err != nil {
+				return nil, err
+			}
+			baseQueued = true
+		}
+		if err := queueChanges(c, t, want, ch); err != nil {
+			return nil, err
+		}
+		if !mapped {
+			if err := remap(c, st, h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return trueOnly(changed), nil
+}
+
+func trueOnly(m map[string]bool) map[string]bool {
+	for k, v := range m {
+		if !v {
+			delete(m, k)
+		}
+	}
+	return m
 }
 
 // remap points the host end's map entry at its chain.

@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"fmt"
 	"maps"
 	"testing"
 
@@ -165,6 +166,79 @@ func TestSyncPortRepairsMapAndBase(t *testing.T) {
 		}
 		if err := CheckPortQoS(c, "nc1", spec(nil)); err != nil {
 			t.Errorf("after %v and a sync: %v", tamper, err)
+		}
+	}
+}
+
+// Many ports synced at once end up each holding its own plan: one added,
+// one edited, one removed, one unchanged (its rules keep their handles).
+func TestSyncPortsAtOnce(t *testing.T) {
+	n := nstest.New(t)
+	c := conn(t, n)
+	for _, h := range []string{"nc1", "nc2", "nc3"} {
+		if _, err := SyncPortQoS(c, h, spec(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := handles(t, c, portTable())
+	edited := spec(func(s *qos.Spec) { s.Egress[0].DSCP = intp(34) })
+	res := SyncPorts(c, map[string]*qos.Plan{
+		"nc1": spec(nil), "nc2": edited, "nc3": qos.Compile(&qos.Spec{}), "nc4": spec(nil),
+	})
+	for h, want := range map[string]bool{"nc1": false, "nc2": true, "nc3": true, "nc4": true} {
+		if res[h].Err != nil || res[h].Changed != want {
+			t.Errorf("%s: %+v, want changed %v", h, res[h], want)
+		}
+	}
+	for h, p := range map[string]*qos.Plan{"nc1": spec(nil), "nc2": edited, "nc4": spec(nil)} {
+		if err := CheckPortQoS(c, h, p); err != nil {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	if has, err := HasPortQoS(c, "nc3"); err != nil || has {
+		t.Errorf("nc3's rules are still there: %v, %v", has, err)
+	}
+	after := handles(t, c, portTable())
+	for _, chain := range []string{"port/nc1", "port/nc1/r0", "port/nc1/r1"} {
+		if !equalHandles(before[chain], after[chain]) {
+			t.Errorf("unchanged port's chain %s was rewritten", chain)
+		}
+	}
+}
+
+// A hundred ports with a hundred peer addresses each, edited at once: more
+// than one transaction's worth, all reported changed and all holding the
+// edit (a single transaction overflowed the socket: EMSGSIZE, and ENOBUFS
+// on the acknowledgements of a committed one).
+func TestSyncManyPorts(t *testing.T) {
+	n := nstest.New(t)
+	c := conn(t, n)
+	plan := func(dscp int) *qos.Plan {
+		return spec(func(s *qos.Spec) {
+			s.Egress[0].DSCP = intp(dscp)
+			s.Egress[0].Classifier.To = nil
+			for i := 1; i <= 100; i++ {
+				s.Egress[0].Classifier.To = append(s.Egress[0].Classifier.To, qos.Peer{IPBlock: &qos.IPBlock{CIDR: fmt.Sprintf("10.77.0.%d/32", i)}})
+			}
+		})
+	}
+	plans := func(dscp int) map[string]*qos.Plan {
+		m := map[string]*qos.Plan{}
+		for i := range 100 {
+			m[fmt.Sprintf("nc%03d", i)] = plan(dscp)
+		}
+		return m
+	}
+	for _, dscp := range []int{18, 20} {
+		for h, r := range SyncPorts(c, plans(dscp)) {
+			if r.Err != nil || !r.Changed {
+				t.Fatalf("DSCP %d: port %s: %+v", dscp, h, r)
+			}
+		}
+		for _, h := range []string{"nc000", "nc050", "nc099"} {
+			if err := CheckPortQoS(c, h, plan(dscp)); err != nil {
+				t.Errorf("DSCP %d: %s: %v", dscp, h, err)
+			}
 		}
 	}
 }

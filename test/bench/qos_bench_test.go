@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/plugins/qosport"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// qosAttachments is the number of running attachments of the node.
+const qosAttachments = 100
+
+var benchNet = attachment.NetworkRef{Class: "c", Group: "multinetwork.k8s.io", Version: "v1", Kind: "PodNetwork", Name: "bench"}
+
+type benchSources struct {
+	claims []*checkpoint.Claim
+	dscp   int32
+	peers  []netip.Addr
+}
+
+func (s *benchSources) Claims() []*checkpoint.Claim { return s.claims }
+func (s *benchSources) Locked(_ context.Context, uids []types.UID, fn func(map[types.UID]*checkpoint.Claim) error) error {
+	now := map[types.UID]*checkpoint.Claim{}
+	for _, c := range s.claims {
+		if slices.Contains(uids, c.UID) {
+			now[c.UID] = c
+		}
+	}
+	return fn(now)
+}
+func (s *benchSources) Lookup(string) (network.Offer, bool) {
+	return network.Offer{Network: network.Network{Ref: benchNet}}, true
+}
+func (s *benchSources) NetworkQoS(ns string) ([]*ncv1.NetworkQoS, error) {
+	return []*ncv1.NetworkQoS{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edited"},
+		Spec: ncv1.NetworkQoSSpec{Egress: []ncv1.Rule{
+			{DSCP: s.dscp, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: &metav1.LabelSelector{}}}}},
+			{DSCP: 10, Bandwidth: &ncv1.Bandwidth{Rate: ptr(int64(10_000))}},
+		}}}}, nil
+}
+func (s *benchSources) Labels(string, string, types.UID) (map[string]string, bool) {
+	return map[string]string{"app": "bench"}, true
+}
+func (s *benchSources) Addresses(string, ncv1.Destination, network.Network) ([]netip.Addr, error) {
+	return s.peers, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// BenchmarkQoSEdit100Attachments measures netclass-dra's QoS agent on a
+// node with 100 running attachments (veths whose host ends are ports of a
+// bridge, in a host namespace of the benchmark's) when one NetworkQoS that
+// selects every pod is edited (its DSCP): each iteration is one edit and
+// the sync that brings all 100 attachments' rules to it in place, the
+// rule's 100 peer addresses untouched; the ports' changes go in one
+// nftables transaction. It reports the sync's p50/p99 wall
+// time (the time until all attachments are updated, informer delivery
+// aside) and its CPU time. The API side is faked; the kernel side is real.
+func BenchmarkQoSEdit100Attachments(b *testing.B) {
+	host := nstest.New(b)
+	src := &benchSources{dscp: 18}
+	host.Do(b, func() error {
+		return netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "ncbench"}})
+	})
+	for i := range qosAttachments {
+		pod := nstest.New(b)
+		hostIf := fmt.Sprintf("ncb%03d", i)
+		nstest.Veth(b, pod, "net1", "", host, hostIf, "")
+		host.Do(b, func() error {
+			br, err := netlink.LinkByName("ncbench")
+			if err != nil {
+				return err
+			}
+			l, err := netlink.LinkByName(hostIf)
+			if err != nil {
+				return err
+			}
+			return netlink.LinkSetMaster(l, br)
+		})
+		uid := types.UID(fmt.Sprintf("pod-%d", i))
+		src.claims = append(src.claims, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: "bench", Name: string(uid),
+			Pods: []checkpoint.Pod{{UID: uid, Namespace: "bench", Name: string(uid)}},
+			Devices: []checkpoint.Device{{Device: "bench", Pool: "node", Network: benchNet, QoS: &checkpoint.DeviceQoS{},
+				Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached}}}},
+		})
+		src.peers = append(src.peers, netip.AddrFrom4([4]byte{10, 77, byte(i / 250), byte(1 + i%250)}))
+	}
+	agent := qosagent.New(src, src, src, src, src, qosport.SyncInterfaces)
+	ctx := context.Background()
+	sync := func() time.Duration {
+		var took time.Duration
+		host.Do(b, func() error {
+			start := time.Now()
+			outs := agent.Sync(ctx)
+			took = time.Since(start)
+			if len(outs) != qosAttachments {
+				return fmt.Errorf("%d attachments synced, want %d", len(outs), qosAttachments)
+			}
+			for _, o := range outs {
+				if o.Err != nil || !o.Changed {
+					return fmt.Errorf("attachment of %s: changed %v, %v", o.Pod, o.Changed, o.Err)
+				}
+			}
+			return nil
+		})
+		return took
+	}
+	sync() // the rules the pods start with
+	var times []time.Duration
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		src.dscp = int32(20 + i%30)
+		before := cpuTime(b)
+		times = append(times, sync())
+		cpu += cpuTime(b) - before
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(times[len(times)/2]), "p50-ms/edit")
+	b.ReportMetric(ms(times[(len(times)*99)/100]), "p99-ms/edit")
+	b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/edit")
+	if p99 := times[(len(times)*99)/100]; p99 > time.Second {
+		b.Logf("FAIL: p99 %v of updating %d attachments, target 1 s", p99, qosAttachments)
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
