@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
 )
@@ -193,3 +195,44 @@ func TestMeteredRuleDropsTheExcess(t *testing.T) {
 	}
 	t.Logf("metered %.2f Mbit/s (rule %.2f), unmatched %.2f Mbit/s", metered.SteadyBps/1e6, meterKbps/1e3, free.SteadyBps/1e6)
 }
+
+// A metered rule's rate edited on a running attachment (what netclass-dra's
+// QoS agent does when a NetworkQoS changes: qosport.SyncInterfaces, in the
+// host's namespace) is what the flow then gets, the attachment untouched.
+func TestMeterRateEditedInPlace(t *testing.T) {
+	meterKbps := traffic.Rate(4000)
+	rule := func(kbps int64) qos.Rule {
+		return qos.Rule{Priority: 1, DSCP: ptr(10),
+			Classifier: qos.Classifier{Ports: []qos.Port{{Protocol: "UDP", Port: ptr(6000)}}},
+			Bandwidth:  &qos.Bandwidth{Rate: kbps, Burst: kbps / 10}}
+	}
+	h := cnitest.NewHost(t)
+	n := newNetwork(t, "blue", "blue0", []string{"10.22.0.0/24"}, map[string]any{"qos": map[string]any{
+		"egress": []any{rule(meterKbps)},
+	}})
+	a, b := cnitest.NewPod(t), cnitest.NewPod(t)
+	h.Add(t, plugin, n.bytes(t), a, "net1")
+	dst := podIP(t, h.Add(t, plugin, n.bytes(t), b, "net1"), false)
+	const d, warmup = 3 * time.Second, time.Second
+	for _, kbps := range []int64{meterKbps, meterKbps / 2} {
+		plan := qos.Compile(&qos.Spec{Egress: []qos.Rule{rule(kbps)}})
+		var res []qosport.Result
+		h.NS.Do(t, func() error {
+			res = qosport.SyncInterfaces([]qosport.Interface{{PodNS: a.NS.Path, IfName: "net1", Plan: plan}})
+			return res[0].Err
+		})
+		if wantChanged := kbps != meterKbps; res[0].Changed != wantChanged {
+			t.Errorf("rate %d kbps: changed %v, want %v", kbps, res[0].Changed, wantChanged)
+		}
+		got, err := traffic.UDPRate(a.NS, b.NS, dst, 6000, 1200, 4*float64(kbps)*1000, d, warmup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !within(got.SteadyBps, float64(kbps)*1000, 0.2) {
+			t.Errorf("rule rate %d kbps: %.2f Mbit/s received", kbps, got.SteadyBps/1e6)
+		}
+		t.Logf("rule rate %d kbps: %.2f Mbit/s received", kbps, got.SteadyBps/1e6)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
