@@ -1,6 +1,7 @@
 // Package bridgeport attaches a pod to a host bridge with a veth pair: the
-// part netclass-bridge and netclass-vxlan share. It creates, configures,
-// checks and removes the pair; the plugins own the bridge around it.
+// part netclass-bridge, netclass-vxlan and netclass-vlan (bridged mode)
+// share. It creates, configures, checks and removes the pair; the plugins
+// own the bridge around it.
 package bridgeport
 
 import (
