@@ -83,6 +83,20 @@ const (
 )
 
 // AttachmentConfig is the opaque configuration of a claim request or
+// NetworkPolicy on netclass attachments (seed 002, KEP-5790).
+const (
+	// PolicyControllerLabel names the implementation a NetworkPolicy is for.
+	PolicyControllerLabel = "networking.k8s.io/policy-controller-name"
+	// PolicyController is the label's value netclass-dra enforces; any other
+	// value (none, another controller's) or no label is ignored.
+	PolicyController = DriverName
+	// AnnotationPolicyNetworks optionally scopes a labelled NetworkPolicy to
+	// some netclass networks: a comma-separated list of PodNetwork names and
+	// namespace/name of Networks. Without it the policy applies on every
+	// netclass network of the pods it selects.
+	AnnotationPolicyNetworks = DriverName + "/networks"
+)
+
 // DeviceClass for driver DriverName. Every field but apiVersion and kind is
 // optional.
 type AttachmentConfig struct {

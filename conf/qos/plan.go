@@ -118,7 +118,7 @@ func compileRule(i int, r *Rule, attachmentDSCP *uint8) CompiledRule {
 		// kbps -> bytes/s and kilobits -> bytes: x * 1000 / 8.
 		c.Meter = &Meter{RateBytes: uint64(b.Rate) * 125, BurstBytes: uint64(burst) * 125}
 	}
-	c.V4, c.V6 = destinations(r.Classifier.To)
+	c.V4, c.V6 = Destinations(r.Classifier.To)
 	for _, port := range r.Classifier.Ports {
 		proto, _ := protocolNumber(port.Protocol)
 		m := PortMatch{Proto: proto}
@@ -130,9 +130,11 @@ func compileRule(i int, r *Rule, attachmentDSCP *uint8) CompiledRule {
 	return c
 }
 
-// destinations turns a peer list into ranges per family: the union over the
-// blocks of (cidr minus its exceptions).
-func destinations(peers []Peer) (v4, v6 []Range) {
+// Destinations turns a peer list into ranges per family: the union over
+// the blocks of (cidr minus its exceptions); a family the blocks cover
+// whole is nil (every address), one they do not touch empty. The blocks
+// must be valid (Validate). NetworkPolicy peers compile with it too.
+func Destinations(peers []Peer) (v4, v6 []Range) {
 	if len(peers) == 0 {
 		return nil, nil
 	}

@@ -66,7 +66,7 @@ func TestDestinations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v4, v6 := destinations(tc.peers)
+			v4, v6 := Destinations(tc.peers)
 			if !reflect.DeepEqual(v4, tc.v4) {
 				t.Errorf("v4 = %v, want %v", v4, tc.v4)
 			}

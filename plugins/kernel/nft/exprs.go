@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -148,4 +149,65 @@ func concat(parts ...[]expr.Any) []expr.Any {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// matchAddrInSet: `ip saddr|daddr @set` or `ip6 saddr|daddr @set`.
+func matchAddrInSet(v6, source bool, set string, setID uint32) []expr.Any {
+	if !source {
+		return matchDaddrInSet(v6, set, setID)
+	}
+	offset, length := uint32(12), uint32(4)
+	if v6 {
+		offset, length = 8, 16
+	}
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: length},
+		&expr.Lookup{SourceRegister: 1, SetName: set, SetID: setID},
+	}
+}
+
+// matchDportRange: `th dport <from>-<to>` (`th dport <from>` when equal).
+func matchDportRange(from, to uint16) []expr.Any {
+	if from == to {
+		return matchDport(from)
+	}
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: binary.BigEndian.AppendUint16(nil, from), ToData: binary.BigEndian.AppendUint16(nil, to)},
+	}
+}
+
+// matchIfname: `iifname|oifname "name"`.
+func matchIfname(name string, input bool) []expr.Any {
+	if input {
+		return matchIifname(name)
+	}
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(name)},
+	}
+}
+
+// acceptEstablished: `ct state established,related accept`.
+func acceptEstablished() []expr.Any {
+	mask := binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED)
+	return []expr.Any{
+		&expr.Ct{Register: 1, SourceRegister: false, Key: expr.CtKeySTATE},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: []byte{0, 0, 0, 0}},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0, 0, 0, 0}},
+		verdict(expr.VerdictAccept),
+	}
+}
+
+// matchNFProto: `meta nfproto ipv4|ipv6`, the family of an inet table's
+// packet.
+func matchNFProto(v6 bool) []expr.Any {
+	proto := byte(unix.NFPROTO_IPV4)
+	if v6 {
+		proto = unix.NFPROTO_IPV6
+	}
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+	}
 }

@@ -2,6 +2,7 @@ package nft
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -175,7 +176,6 @@ func remap(c *nftables.Conn, st *portState, hostIf string) error {
 // SyncPodQoS brings the interface's table in the pod's namespace to the
 // plan in place, as SyncPortQoS does for a host port.
 func SyncPodQoS(c *nftables.Conn, ifname string, plan *qos.Plan) (bool, error) {
-	t := podTable(ifname)
 	if !plan.NeedsRules() {
 		found, err := HasAnyPodQoS(c, ifname)
 		if err != nil || !found {
@@ -183,18 +183,37 @@ func SyncPodQoS(c *nftables.Conn, ifname string, plan *qos.Plan) (bool, error) {
 		}
 		return true, DeletePodQoS(c, ifname)
 	}
-	chains, sets, hooked, err := readPodTable(c, t)
+	return syncTable(c, podRuleset(ifname, plan), PodEgressHook)
+}
+
+// syncTable brings a table that one attachment owns whole (each of its
+// chains and sets) to want in place, in one transaction of the
+// differences. A missing table, or one whose base chains are not hooked
+// as rendered, is installed whole (atomically replaced). feature names the
+// kernel feature a failing transaction may lack ("": none).
+func syncTable(c *nftables.Conn, want *ruleset, feature string) (bool, error) {
+	wrap := func(err error) error {
+		if err == nil || feature == "" {
+			return err
+		}
+		return unsupported(err, feature)
+	}
+	t := want.table
+	chains, sets, present, err := readTableObjects(c, t)
 	if err != nil {
 		return false, err
 	}
-	if !hooked {
-		return true, ApplyPodQoS(c, ifname, plan)
+	if !present || !basesMatch(chains, want) {
+		return true, wrap(install(c, want))
 	}
-	got, err := readOwned(c, t, chains, sets)
+	names := make([]string, 0, len(chains))
+	for _, ch := range chains {
+		names = append(names, ch.Name)
+	}
+	got, err := readOwned(c, t, names, sets)
 	if err != nil {
 		return false, err
 	}
-	want := podRuleset(ifname, plan)
 	ch := diff(got, want)
 	if ch.empty() {
 		return false, nil
@@ -203,40 +222,50 @@ func SyncPodQoS(c *nftables.Conn, ifname string, plan *qos.Plan) (bool, error) {
 		return false, err
 	}
 	if err := c.Flush(); err != nil {
-		return false, unsupported(fmt.Errorf("update nftables table netdev %s (%s): %w", t.Name, ch, err), PodEgressHook)
+		return false, wrap(fmt.Errorf("update nftables table %s (%s): %w", t.Name, ch, err))
 	}
 	return true, nil
 }
 
-// readPodTable lists the chains and sets of an interface's pod table and
-// whether its base chain hooks the interface's egress as rendered (false
-// when the table is missing).
-func readPodTable(c *nftables.Conn, t *nftables.Table) (chains, sets []string, hooked bool, err error) {
+// readTableObjects lists a table's chains and set names, and whether the
+// table exists.
+func readTableObjects(c *nftables.Conn, t *nftables.Table) (chains []*nftables.Chain, sets []string, present bool, err error) {
 	ok, err := tableExists(c, t)
 	if err != nil || !ok {
 		return nil, nil, false, err
 	}
 	all, err := c.ListChainsOfTableFamily(t.Family)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("list nftables netdev chains: %w", err)
+		return nil, nil, false, fmt.Errorf("list nftables chains: %w", err)
 	}
 	for _, ch := range all {
-		if ch.Table.Name != t.Name {
-			continue
-		}
-		chains = append(chains, ch.Name)
-		if ch.Name == podChain {
-			hooked = ch.Hooknum != nil && *ch.Hooknum == *nftables.ChainHookEgress
+		if ch.Table.Name == t.Name {
+			chains = append(chains, ch)
 		}
 	}
 	ss, err := c.GetSets(t)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("list sets of nftables table netdev %s: %w", t.Name, err)
+		return nil, nil, false, fmt.Errorf("list sets of nftables table %s: %w", t.Name, err)
 	}
 	for _, s := range ss {
 		sets = append(sets, s.Name)
 	}
-	return chains, sets, hooked, nil
+	return chains, sets, true, nil
+}
+
+// basesMatch reports whether every base chain of want exists in chains
+// with the same hook.
+func basesMatch(chains []*nftables.Chain, want *ruleset) bool {
+	for _, w := range want.chains {
+		if w.Hooknum == nil {
+			continue
+		}
+		i := slices.IndexFunc(chains, func(g *nftables.Chain) bool { return g.Name == w.Name })
+		if i < 0 || !sameHook(chains[i], w) {
+			return false
+		}
+	}
+	return true
 }
 
 // readOwned reads the rules of the named chains and the elements of the

@@ -1,0 +1,133 @@
+package nft
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/conf/qos"
+)
+
+// PolicyTable names the table holding the NetworkPolicy rules of one pod
+// interface, in the pod's namespace, apart from its QoS table:
+//
+//	table inet netclass_pol_IF {
+//	  chain input  { type filter hook input priority filter; iifname IF jump ingress }   (isolated only)
+//	  chain output { type filter hook output priority filter; oifname IF jump egress }   (isolated only)
+//	  chain ingress {
+//	    ct state established,related accept          # replies of allowed connections
+//	    meta protocol ip6 icmpv6 type 133-137 accept  # neighbour discovery (ARP is not inet: untouched)
+//	    meta nfproto F [F saddr @ingressN_F] [meta l4proto P th dport A-B] accept   (per allow, family, port)
+//	    drop
+//	  }
+//	  chain egress { ... daddr ... }
+//	}
+//
+// The table matches the interface only: the pod's primary interface, and
+// any other, is never filtered by it. Conntrack sees the interface's
+// traffic in the pod's namespace, so a reply of a connection one side
+// allowed passes the other.
+func PolicyTable(ifname string) string { return "netclass_pol_" + ifname }
+
+func policyTable(ifname string) *nftables.Table {
+	return &nftables.Table{Name: PolicyTable(ifname), Family: nftables.TableFamilyINet}
+}
+
+func policyRuleset(ifname string, plan *netpol.Plan) *ruleset {
+	t := policyTable(ifname)
+	base := func(name string, hook *nftables.ChainHook) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeFilter, Hooknum: hook,
+			Priority: nftables.ChainPriorityFilter, Policy: policyAccept()}
+	}
+	in, out := base("input", nftables.ChainHookInput), base("output", nftables.ChainHookOutput)
+	rs := &ruleset{table: t, chains: []*nftables.Chain{in, out}, rules: map[string][][]expr.Any{}}
+	renderDirection(rs, in, "ingress", ifname, true, plan.Ingress)
+	renderDirection(rs, out, "egress", ifname, false, plan.Egress)
+	return rs
+}
+
+func renderDirection(rs *ruleset, base *nftables.Chain, name, ifname string, input bool, d netpol.Direction) {
+	if !d.Isolated {
+		return
+	}
+	rs.chains = append(rs.chains, &nftables.Chain{Name: name, Table: rs.table})
+	rs.rules[base.Name] = [][]expr.Any{concat(matchIfname(ifname, input), []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: name}})}
+	rules := [][]expr.Any{acceptEstablished(), acceptNDP()}
+	for i, a := range d.Allow {
+		v4ok, v6ok := a.Families()
+		for _, fam := range []struct {
+			v6, ok bool
+			ranges []qos.Range
+		}{{false, v4ok, a.V4}, {true, v6ok, a.V6}} {
+			if !fam.ok {
+				continue
+			}
+			head := matchNFProto(fam.v6)
+			if fam.ranges != nil {
+				s := addrSet(rs, fmt.Sprintf("%s%d", name, i), fam.v6, fam.ranges)
+				head = concat(head, matchAddrInSet(fam.v6, input, s.Name, s.ID))
+			}
+			for _, ports := range policyPorts(a.Ports) {
+				rules = append(rules, concat(head, ports, []expr.Any{verdict(expr.VerdictAccept)}))
+			}
+		}
+	}
+	rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
+}
+
+// policyPorts returns one match list per port range (one empty list when
+// every port of every protocol is allowed).
+func policyPorts(ports []netpol.PortRange) [][]expr.Any {
+	if len(ports) == 0 {
+		return [][]expr.Any{nil}
+	}
+	out := make([][]expr.Any, 0, len(ports))
+	for _, p := range ports {
+		m := matchL4proto(p.Proto)
+		if p.From != 0 {
+			m = concat(m, matchDportRange(p.From, p.To))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// SyncPolicy brings the interface's policy table in the pod's namespace (c)
+// to the plan in place, as SyncPodQoS does for QoS; a plan that isolates
+// nothing removes the table. It reports whether anything was sent.
+func SyncPolicy(c *nftables.Conn, ifname string, plan *netpol.Plan) (bool, error) {
+	if plan.IsZero() {
+		return DeletePolicy(c, ifname)
+	}
+	return syncTable(c, policyRuleset(ifname, plan), "")
+}
+
+// CheckPolicy verifies the table holds exactly what the plan renders.
+func CheckPolicy(c *nftables.Conn, ifname string, plan *netpol.Plan) error {
+	if plan.IsZero() {
+		if ok, err := tableExists(c, policyTable(ifname)); err != nil || ok {
+			return errors.Join(err, fmt.Errorf("nftables table %q exists, the plan isolates nothing", PolicyTable(ifname)))
+		}
+		return nil
+	}
+	return verify(c, policyRuleset(ifname, plan))
+}
+
+// DeletePolicy removes the interface's policy table; none is success. It
+// reports whether there was one.
+func DeletePolicy(c *nftables.Conn, ifname string) (bool, error) {
+	t := policyTable(ifname)
+	ok, err := tableExists(c, t)
+	if err != nil || !ok {
+		return false, err
+	}
+	c.DelTable(t)
+	if err := c.Flush(); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return false, fmt.Errorf("delete nftables table %q: %w", t.Name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,244 @@
+// Package netpolicy compiles the networking.k8s.io/v1 NetworkPolicies
+// labelled for netclass (api/contract.PolicyControllerLabel) into what one
+// netclass attachment of a pod enforces (conf/netpol.Plan), with the v1
+// semantics on that interface: a policy selects pods of its namespace; a
+// selected pod is isolated in the policy's directions and allowed the union
+// of the rules of every policy selecting it; peers given by pod and
+// namespace selectors are the selected pods' addresses on the same network;
+// ipBlocks with except; ports by number, range (endPort) or name. It is
+// pure but for the peer resolution it is handed.
+package netpolicy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/render"
+)
+
+// Target is the attachment a policy may select: its pod and its network.
+type Target struct {
+	Namespace string
+	Labels    map[string]string
+	// Ports are the pod's container ports (named ports resolve against them).
+	Ports   []corev1.ContainerPort
+	Network network.Network
+}
+
+// Enforced reports whether a NetworkPolicy is netclass's: labelled with
+// netclass's name as its policy controller.
+func Enforced(p *networkingv1.NetworkPolicy) bool {
+	return p.Labels[contract.PolicyControllerLabel] == contract.PolicyController
+}
+
+// Compile returns the plan of the attachment and the names of the policies
+// that select it. Policies that are not netclass's are ignored as if they
+// did not exist. A rule that cannot be compiled is left out, which can
+// only narrow what is allowed, and reported in the error.
+func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers render.Peers) (netpol.Plan, []string, error) {
+	sorted := slices.Clone(pols)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var plan netpol.Plan
+	var selected []string
+	var errs []error
+	for _, p := range sorted {
+		ok, err := selects(p, t)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !ok {
+			continue
+		}
+		selected = append(selected, p.Name)
+		in, out := directions(p)
+		if in {
+			plan.Ingress.Isolated = true
+			for i, r := range p.Spec.Ingress {
+				errs = append(errs, addRule(&plan.Ingress, p, fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, t, peers, true))
+			}
+		}
+		if out {
+			plan.Egress.Isolated = true
+			for i, r := range p.Spec.Egress {
+				errs = append(errs, addRule(&plan.Egress, p, fmt.Sprintf("egress[%d]", i), r.To, r.Ports, t, peers, false))
+			}
+		}
+	}
+	return plan, selected, errors.Join(errs...)
+}
+
+// selects reports whether the policy is netclass's and selects the pod on
+// the network.
+func selects(p *networkingv1.NetworkPolicy, t Target) (bool, error) {
+	if !Enforced(p) || p.Namespace != t.Namespace || !onNetwork(p, t.Network) {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+	if err != nil {
+		return false, fmt.Errorf("NetworkPolicy %s/%s: podSelector: %w", p.Namespace, p.Name, err)
+	}
+	return sel.Matches(labels.Set(t.Labels)), nil
+}
+
+// onNetwork applies the optional scoping annotation.
+func onNetwork(p *networkingv1.NetworkPolicy, n network.Network) bool {
+	list, ok := p.Annotations[contract.AnnotationPolicyNetworks]
+	if !ok {
+		return true
+	}
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		ns, name, namespaced := strings.Cut(entry, "/")
+		switch {
+		case namespaced && n.Ref.Kind == network.NetworkGVK.Kind && n.Ref.Namespace == ns && n.Ref.Name == name:
+			return true
+		case !namespaced && n.Ref.Kind == network.PodNetworkGVK.Kind && n.Ref.Name == entry:
+			return true
+		}
+	}
+	return false
+}
+
+// directions returns the policy's types: policyTypes when set, otherwise
+// Ingress, and Egress when it has egress rules (the v1 defaulting).
+func directions(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
+	if len(p.Spec.PolicyTypes) == 0 {
+		return true, len(p.Spec.Egress) > 0
+	}
+	return slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress),
+		slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+}
+
+// addRule appends one rule's allow to the direction; a rule that allows
+// nothing (its peers resolve to no address, its named ports to no port)
+// adds nothing.
+func addRule(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, from []networkingv1.NetworkPolicyPeer,
+	ports []networkingv1.NetworkPolicyPort, t Target, peers render.Peers, ingress bool) error {
+	allow := netpol.Allow{}
+	var err error
+	if allow.Ports, err = portRanges(ports, t, ingress); err != nil {
+		return fmt.Errorf("NetworkPolicy %s/%s %s: %w", p.Namespace, p.Name, path, err)
+	}
+	if len(ports) > 0 && len(allow.Ports) == 0 {
+		return nil // only named ports the pod does not have
+	}
+	if len(from) > 0 {
+		if allow.V4, allow.V6, err = peerRanges(p, from, t, peers); err != nil {
+			return fmt.Errorf("NetworkPolicy %s/%s %s: %w", p.Namespace, p.Name, path, err)
+		}
+		if v4, v6 := allow.Families(); !v4 && !v6 {
+			return nil // no peer has an address on the network
+		}
+	}
+	d.Allow = append(d.Allow, allow)
+	return nil
+}
+
+// peerRanges resolves the peers to address ranges on the target's network.
+func peerRanges(p *networkingv1.NetworkPolicy, from []networkingv1.NetworkPolicyPeer, t Target, peers render.Peers) (v4, v6 []qos.Range, err error) {
+	var blocks []qos.Peer
+	for i, peer := range from {
+		if b := peer.IPBlock; b != nil {
+			if err := validBlock(b); err != nil {
+				return nil, nil, fmt.Errorf("peer %d: ipBlock: %w", i, err)
+			}
+			blocks = append(blocks, qos.Peer{IPBlock: &qos.IPBlock{CIDR: b.CIDR, Except: b.Except}})
+			continue
+		}
+		addrs, err := peers.Addresses(p.Namespace, ncv1.Destination{PodSelector: peer.PodSelector, NamespaceSelector: peer.NamespaceSelector}, t.Network)
+		if err != nil {
+			return nil, nil, fmt.Errorf("peer %d: %w", i, err)
+		}
+		for _, a := range addrs {
+			blocks = append(blocks, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
+		}
+	}
+	if len(blocks) == 0 {
+		return []qos.Range{}, []qos.Range{}, nil
+	}
+	v4, v6 = qos.Destinations(blocks)
+	return v4, v6, nil
+}
+
+// validBlock checks what qos.Destinations needs (the API server validates
+// it too; netclass-dra does not rely on that).
+func validBlock(b *networkingv1.IPBlock) error {
+	cidr, err := netip.ParsePrefix(b.CIDR)
+	if err != nil {
+		return err
+	}
+	for _, e := range b.Except {
+		ex, err := netip.ParsePrefix(e)
+		if err != nil {
+			return err
+		}
+		if ex.Addr().Is4() != cidr.Addr().Is4() {
+			return fmt.Errorf("except %s is not of the family of %s", e, b.CIDR)
+		}
+	}
+	return nil
+}
+
+// portRanges compiles the ports of a rule; a named port resolves against
+// the target pod's container ports (ingress, where the target is the
+// destination).
+func portRanges(ports []networkingv1.NetworkPolicyPort, t Target, ingress bool) ([]netpol.PortRange, error) {
+	var out []netpol.PortRange
+	for i, p := range ports {
+		proto := corev1.ProtocolTCP
+		if p.Protocol != nil {
+			proto = *p.Protocol
+		}
+		num, ok := protocols[proto]
+		if !ok {
+			return nil, fmt.Errorf("ports[%d]: protocol %q", i, proto)
+		}
+		switch {
+		case p.Port == nil:
+			out = append(out, netpol.PortRange{Proto: num})
+		case p.Port.Type == intstr.String:
+			if !ingress {
+				return nil, fmt.Errorf("ports[%d]: named port %q in an egress rule is not supported yet", i, p.Port.StrVal)
+			}
+			for _, cp := range t.Ports {
+				if cp.Name == p.Port.StrVal && orTCP(cp.Protocol) == proto {
+					out = append(out, netpol.PortRange{Proto: num, From: uint16(cp.ContainerPort), To: uint16(cp.ContainerPort)})
+				}
+			}
+		default:
+			r := netpol.PortRange{Proto: num, From: uint16(p.Port.IntVal), To: uint16(p.Port.IntVal)}
+			if p.EndPort != nil && *p.EndPort >= p.Port.IntVal && *p.EndPort <= 65535 {
+				r.To = uint16(*p.EndPort)
+			}
+			if p.Port.IntVal < 1 || p.Port.IntVal > 65535 {
+				return nil, fmt.Errorf("ports[%d]: port %d out of range", i, p.Port.IntVal)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func orTCP(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}
+
+var protocols = map[corev1.Protocol]uint8{corev1.ProtocolTCP: 6, corev1.ProtocolUDP: 17, corev1.ProtocolSCTP: 132}

@@ -1,0 +1,205 @@
+package netpolicy
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+var blue = network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}}
+
+// peersByLabel resolves a pod selector app=X to the address listed for X.
+type peersByLabel map[string]string
+
+func (p peersByLabel) Addresses(_ string, to ncv1.Destination, _ network.Network) ([]netip.Addr, error) {
+	if to.PodSelector == nil {
+		var all []netip.Addr
+		for _, a := range p {
+			all = append(all, netip.MustParseAddr(a))
+		}
+		return all, nil
+	}
+	if a, ok := p[to.PodSelector.MatchLabels["app"]]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+	return nil, nil
+}
+
+func policy(name string, mutate func(*networkingv1.NetworkPolicy)) *networkingv1.NetworkPolicy {
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: name,
+		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "server"}}}}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+func from(app string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}
+}
+
+func tcp(port intstr.IntOrString, end *int32) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: &port, EndPort: end}
+}
+
+func host(a string) []qos.Range {
+	ad := netip.MustParseAddr(a)
+	return []qos.Range{{From: ad, To: ad}}
+}
+
+func TestCompile(t *testing.T) {
+	target := Target{Namespace: "t1", Labels: map[string]string{"app": "server"}, Network: blue,
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}}}
+	peers := peersByLabel{"client": "10.0.0.2", "other": "10.0.0.3"}
+	none := []qos.Range{}
+	tests := []struct {
+		name     string
+		pols     []*networkingv1.NetworkPolicy
+		want     netpol.Plan
+		selected []string
+		err      string
+	}{
+		{name: "no policy"},
+		{
+			name: "default-deny ingress", pols: []*networkingv1.NetworkPolicy{policy("deny", nil)},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}}, selected: []string{"deny"},
+		},
+		{
+			name: "default-deny egress",
+			pols: []*networkingv1.NetworkPolicy{policy("deny", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			})},
+			want: netpol.Plan{Egress: netpol.Direction{Isolated: true}}, selected: []string{"deny"},
+		},
+		{
+			name: "egress rules imply the egress type",
+			pols: []*networkingv1.NetworkPolicy{policy("out", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
+			})},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}, Egress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{}}}},
+			selected: []string{"out"},
+		},
+		{
+			name: "from a pod selector, on a numbered port and a range",
+			pols: []*networkingv1.NetworkPolicy{policy("web", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("client")},
+					Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromInt32(80), nil), tcp(intstr.FromInt32(9000), ptr.To(int32(9010)))}}}
+			})},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: host("10.0.0.2"), V6: none,
+				Ports: []netpol.PortRange{{Proto: 6, From: 80, To: 80}, {Proto: 6, From: 9000, To: 9010}}}}}},
+			selected: []string{"web"},
+		},
+		{
+			name: "named ports resolve against the pod's own",
+			pols: []*networkingv1.NetworkPolicy{policy("named", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{
+					{Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil),
+						{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromString("dns"))}}},
+					{Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("nope"), nil)}}, // allows nothing
+				}
+			})},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{
+				Ports: []netpol.PortRange{{Proto: 6, From: 8080, To: 8080}, {Proto: 17, From: 53, To: 53}}}}}},
+			selected: []string{"named"},
+		},
+		{
+			name: "ipBlock with except",
+			pols: []*networkingv1.NetworkPolicy{policy("block", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+					{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/30", Except: []string{"10.0.0.2/32"}}}}}}
+			})},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: []qos.Range{
+				{From: netip.MustParseAddr("10.0.0.0"), To: netip.MustParseAddr("10.0.0.1")}, {From: netip.MustParseAddr("10.0.0.3"), To: netip.MustParseAddr("10.0.0.3")}}, V6: none}}}},
+			selected: []string{"block"},
+		},
+		{
+			name: "peers without an address on the network allow nothing",
+			pols: []*networkingv1.NetworkPolicy{policy("ghost", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("ghost")}}}
+			})},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}}, selected: []string{"ghost"},
+		},
+		{
+			name: "two policies: the union",
+			pols: []*networkingv1.NetworkPolicy{
+				policy("a", func(p *networkingv1.NetworkPolicy) {
+					p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("client")}}}
+				}),
+				policy("b", func(p *networkingv1.NetworkPolicy) {
+					p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("other")}}}
+				}),
+			},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{
+				{V4: host("10.0.0.2"), V6: none}, {V4: host("10.0.0.3"), V6: none}}}},
+			selected: []string{"a", "b"},
+		},
+		{
+			name: "unlabelled, another controller's, none, another namespace, another pod: ignored",
+			pols: []*networkingv1.NetworkPolicy{
+				policy("unlabelled", func(p *networkingv1.NetworkPolicy) { p.Labels = nil }),
+				policy("theirs", func(p *networkingv1.NetworkPolicy) { p.Labels[contract.PolicyControllerLabel] = "other.example.com" }),
+				policy("none", func(p *networkingv1.NetworkPolicy) { p.Labels[contract.PolicyControllerLabel] = "none" }),
+				policy("elsewhere", func(p *networkingv1.NetworkPolicy) { p.Namespace = "t2" }),
+				policy("db", func(p *networkingv1.NetworkPolicy) { p.Spec.PodSelector.MatchLabels["app"] = "db" }),
+			},
+		},
+		{
+			name: "scoped to another network: ignored; to this one: applied",
+			pols: []*networkingv1.NetworkPolicy{
+				policy("red", func(p *networkingv1.NetworkPolicy) {
+					p.Annotations = map[string]string{contract.AnnotationPolicyNetworks: "red, t1/blue"}
+				}),
+				policy("blue", func(p *networkingv1.NetworkPolicy) {
+					p.Annotations = map[string]string{contract.AnnotationPolicyNetworks: "t1/red,blue"}
+				}),
+			},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}}, selected: []string{"blue"},
+		},
+		{
+			name: "an egress named port is reported and left out",
+			pols: []*networkingv1.NetworkPolicy{policy("out", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+				p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil)}}}
+			})},
+			want: netpol.Plan{Egress: netpol.Direction{Isolated: true}}, selected: []string{"out"},
+			err: "NetworkPolicy t1/out egress[0]: ports[0]: named port \"http\" in an egress rule is not supported yet",
+		},
+		{
+			name: "a bad ipBlock is reported, never a panic",
+			pols: []*networkingv1.NetworkPolicy{policy("bad", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/33"}}}}}
+			})},
+			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}}, selected: []string{"bad"},
+			err: "NetworkPolicy t1/bad ingress[0]: peer 0: ipBlock",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, selected, err := Compile(tc.pols, target, peers)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+			if !reflect.DeepEqual(plan, tc.want) {
+				t.Errorf("plan\n%+v\nwant\n%+v", plan, tc.want)
+			}
+			if !reflect.DeepEqual(selected, tc.selected) {
+				t.Errorf("selected %v, want %v", selected, tc.selected)
+			}
+		})
+	}
+}
