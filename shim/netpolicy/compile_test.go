@@ -91,7 +91,7 @@ func TestCompile(t *testing.T) {
 			pols: []*networkingv1.NetworkPolicy{policy("out", func(p *networkingv1.NetworkPolicy) {
 				p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
 			})},
-			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}, Egress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{}}}},
+			want:     netpol.Plan{Ingress: netpol.Direction{Isolated: true}, Egress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{}}}},
 			selected: []string{"out"},
 		},
 		{
