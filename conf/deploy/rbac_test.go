@@ -110,6 +110,7 @@ func draCalls() []apiCall {
 	add(calls(mod+"shim/daemon", `ncv\.NetworkQoSes\(\)\.Informer\(\)`, nc, "networkqoses", "list", "watch"))
 	add(calls(mod+"shim/nodenetwork", `r\.API\.ApplyStatus\(ctx`, nc, "nodenetworks/status", "patch"))
 	add(calls(mod+"shim/qosstatus", `\.ApplyStatus\(ctx, ac,`, nc, "networkqoses/status", "patch"))
+	add(calls(mod+"shim/daemon", `polFac\.Networking\(\)\.V1\(\)\.NetworkPolicies\(\)`, "networking.k8s.io", "networkpolicies", "list", "watch"))
 	return c
 }
 

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -88,7 +89,10 @@ type Daemon struct {
 	nodeFac ncinformers.SharedInformerFactory
 	podFac  informers.SharedInformerFactory
 	// peerFac caches, cluster-wide, what NetworkQoS selectors resolve against.
-	peerFac   informers.SharedInformerFactory
+	peerFac informers.SharedInformerFactory
+	// polFac caches the NetworkPolicies labelled for netclass: the others
+	// are never seen (KEP-5790's filtering at the informer).
+	polFac    informers.SharedInformerFactory
 	peers     peers.Listers
 	nodes     coreinformers.NodeInformer
 	publisher *publish.Publisher
@@ -228,6 +232,11 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
 		}))
 	d.podFac.Core().V1().Pods().Informer()
+	d.polFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.SelectorFromSet(labels.Set{contract.PolicyControllerLabel: contract.PolicyController}).String()
+		}))
+	d.polFac.Networking().V1().NetworkPolicies().Informer()
 	if d.peers, err = peers.NewListers(d.peerFac); err != nil {
 		return err
 	}
@@ -277,12 +286,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.nodeFac.Start(ctx.Done())
 	d.podFac.Start(ctx.Done())
 	d.peerFac.Start(ctx.Done())
+	d.polFac.Start(ctx.Done())
 	defer d.factory.Shutdown()
 	defer d.nodeFac.Shutdown()
 	defer d.podFac.Shutdown()
 	defer d.peerFac.Shutdown()
+	defer d.polFac.Shutdown()
 	for _, synced := range []map[reflect.Type]bool{d.factory.WaitForCacheSync(ctx.Done()), d.nodeFac.WaitForCacheSync(ctx.Done()),
-		d.podFac.WaitForCacheSync(ctx.Done()), d.peerFac.WaitForCacheSync(ctx.Done())} {
+		d.podFac.WaitForCacheSync(ctx.Done()), d.peerFac.WaitForCacheSync(ctx.Done()), d.polFac.WaitForCacheSync(ctx.Done())} {
 		for typ, ok := range synced {
 			if !ok {
 				return fmt.Errorf("informer cache of %v did not sync", typ)

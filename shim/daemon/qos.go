@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -12,19 +14,22 @@ import (
 	"k8s.io/klog/v2"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/shim/qosstatus"
 )
 
-// newQoSAgent builds the QoS agent over the daemon's caches, and asks it
-// for a sync whenever one of its inputs changes: a NetworkQoS, a pod's
-// labels, a namespace's labels, a claim (peer addresses), a pod attached.
+// newQoSAgent builds the agent over the daemon's caches, NetworkQoS and
+// the NetworkPolicies labelled for netclass, and asks it for a sync
+// whenever one of its inputs changes: a NetworkQoS, a NetworkPolicy, a
+// pod's labels, a namespace's labels, a claim (peer addresses), a pod
+// attached.
 func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *qosagent.Agent {
 	agent := qosagent.New(d.runtime, d.publisher,
 		qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
-		podLabels{d.podFac.Core().V1().Pods().Lister()},
+		nodePods{d.podFac.Core().V1().Pods().Lister()},
 		peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(ctx, 10*time.Second)
 		}},
@@ -36,6 +41,13 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		Client:  func(ns string) qosstatus.Client { return d.nc.NetclassV1alpha1().NetworkQoSes(ns) },
 		Events:  events,
 		Now:     time.Now,
+	}
+	netpols := d.polFac.Networking().V1().NetworkPolicies()
+	agent.NetPol = &qosagent.NetPolicies{
+		List: func(ns string) ([]*networkingv1.NetworkPolicy, error) {
+			return netpols.Lister().NetworkPolicies(ns).List(labels.Everything())
+		},
+		Kernel: podpolicy.Sync,
 	}
 	agent.Observe = func(ctx context.Context, outs []qosagent.Outcome) {
 		if err := status.Write(ctx, outs); err != nil {
@@ -53,19 +65,20 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		d.peerFac.Core().V1().Pods().Informer(),
 		d.peerFac.Core().V1().Namespaces().Informer(),
 		d.peerFac.Resource().V1().ResourceClaims().Informer(),
+		netpols.Informer(),
 	} {
 		inf.AddEventHandler(trigger)
 	}
 	return agent
 }
 
-// podLabels reads the labels of this node's pods from their informer cache.
-type podLabels struct{ lister corelisters.PodLister }
+// nodePods reads this node's pods from their informer cache.
+type nodePods struct{ lister corelisters.PodLister }
 
-func (p podLabels) Labels(namespace, name string, uid types.UID) (map[string]string, bool) {
+func (p nodePods) Pod(namespace, name string, uid types.UID) (*corev1.Pod, bool) {
 	pod, err := p.lister.Pods(namespace).Get(name)
 	if err != nil || pod.UID != uid {
 		return nil, false
 	}
-	return pod.Labels, true
+	return pod, true
 }

@@ -23,14 +23,19 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/render"
 )
@@ -55,10 +60,20 @@ type Policies interface {
 	NetworkQoS(namespace string) ([]*ncv1.NetworkQoS, error)
 }
 
-// Pods returns a pod's current labels; ok is false when the pod with that
-// UID is not known (not yet seen, or gone).
+// Pods returns a pod as it is now; ok is false when the pod with that UID
+// is not known (not yet seen, or gone).
 type Pods interface {
-	Labels(namespace, name string, uid types.UID) (labels map[string]string, ok bool)
+	Pod(namespace, name string, uid types.UID) (pod *corev1.Pod, ok bool)
+}
+
+// NetPolicies makes the agent enforce the NetworkPolicies labelled for
+// netclass on the attachments too (shim/netpolicy, plugins/podpolicy).
+type NetPolicies struct {
+	// List returns the namespace's NetworkPolicies (netclass's, or all:
+	// the others are ignored).
+	List func(namespace string) ([]*networkingv1.NetworkPolicy, error)
+	// Kernel brings interfaces' policy tables to their plans.
+	Kernel func([]podpolicy.Interface) []podpolicy.Result
 }
 
 // Item is one attachment's interface and the plan it is to hold.
@@ -84,6 +99,12 @@ type Outcome struct {
 	Changed bool
 	// Ignored lists rules left out (an unresolvable selector...).
 	Ignored error
+	// Policies names the NetworkPolicies that select the attachment;
+	// PolicyChanged says its policy table was updated, PolicyIgnored what
+	// policy rules were left out (which only narrows what is allowed).
+	Policies      []string
+	PolicyChanged bool
+	PolicyIgnored error
 	// Err: the attachment's rules could not be brought to the plan.
 	Err error
 }
@@ -103,16 +124,19 @@ type Agent struct {
 	Observe func(context.Context, []Outcome)
 	// Resync is the period of syncs without a trigger (0: 5 minutes).
 	Resync time.Duration
+	// NetPol, when set, adds NetworkPolicy enforcement.
+	NetPol *NetPolicies
 
-	trigger chan struct{}
-	mu      sync.Mutex
-	applied map[string]*qos.Plan // attachment key -> the plan it holds
+	trigger    chan struct{}
+	mu         sync.Mutex
+	applied    map[string]*qos.Plan    // attachment key -> the QoS plan it holds
+	appliedPol map[string]*netpol.Plan // attachment key -> the policy plan it holds
 }
 
 // New returns an agent over its sources.
 func New(claims Claims, networks Networks, policies Policies, pods Pods, peers render.Peers, kernel Kernel) *Agent {
 	return &Agent{claims: claims, networks: networks, policies: policies, pods: pods, peers: peers, kernel: kernel,
-		trigger: make(chan struct{}, 1), applied: map[string]*qos.Plan{}}
+		trigger: make(chan struct{}, 1), applied: map[string]*qos.Plan{}, appliedPol: map[string]*netpol.Plan{}}
 }
 
 // Trigger asks for a sync; triggers that arrive during one coalesce into the
@@ -183,50 +207,82 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	return outs
 }
 
-// pending is an attachment whose plan it may not hold yet.
+// pending is an attachment whose plans it may not hold yet.
 type pending struct {
-	claim types.UID
-	key   string
-	at    checkpoint.Attachment
-	plan  *qos.Plan
-	out   Outcome
+	claim  types.UID
+	key    string
+	at     checkpoint.Attachment
+	qos    *qos.Plan    // nil: not synced
+	policy *netpol.Plan // nil: not synced
+	out    Outcome
 }
 
-// planDevice computes the plans of the device's attached interfaces. A
-// device recorded before the agent existed (no qos), or whose network is
-// no longer offered, is left as it is.
+// planDevice computes the plans of the device's attached interfaces. The
+// QoS of a device recorded before the agent existed (no qos), and both
+// plans of a device whose network is no longer offered, are left as they
+// are.
 func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
-	if d.QoS == nil {
-		return outs, todo
-	}
 	offer, ok := a.networks.Lookup(d.Device)
 	if !ok || offer.Network.Ref != d.Network {
 		return outs, todo
 	}
 	for _, at := range d.Attachments {
-		pod, ok := podOf(c, at.PodUID)
+		ref, ok := podOf(c, at.PodUID)
 		if at.State != checkpoint.Attached || !ok {
 			continue
 		}
-		labels, ok := a.pods.Labels(pod.Namespace, pod.Name, pod.UID)
+		pod, ok := a.pods.Pod(ref.Namespace, ref.Name, ref.UID)
 		if !ok {
 			continue // not in the cache yet, or being deleted: the next sync sees it
 		}
 		key := fmt.Sprintf("%s/%s/%s", c.UID, at.SandboxID, at.IfName)
 		seen[key] = true
-		out := Outcome{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, PodUID: pod.UID,
-			IfName: at.IfName, Network: d.Network}
-		plan := a.plan(d, render.Target{Namespace: pod.Namespace, PodLabels: labels, Network: offer.Network}, &out)
-		switch {
-		case plan == nil:
-			outs = append(outs, out)
-		case a.holds(key, plan):
-			outs = append(outs, out)
-		default:
-			todo = append(todo, pending{claim: c.UID, key: key, at: at, plan: plan, out: out})
+		p := pending{claim: c.UID, key: key, at: at, out: Outcome{Pod: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name},
+			PodUID: ref.UID, IfName: at.IfName, Network: d.Network}}
+		if d.QoS != nil {
+			target := render.Target{Namespace: ref.Namespace, PodLabels: pod.Labels, Network: offer.Network}
+			if p.qos = a.plan(d, target, &p.out); p.qos != nil && a.holds(key, p.qos) {
+				p.qos = nil
+			}
+		}
+		if a.NetPol != nil {
+			if p.policy = a.policyPlan(pod, offer.Network, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
+				p.policy = nil
+			}
+		}
+		if p.qos == nil && p.policy == nil {
+			outs = append(outs, p.out)
+		} else {
+			todo = append(todo, p)
 		}
 	}
 	return outs, todo
+}
+
+// policyPlan computes the attachment's policy, recording in out which
+// policies select it and what was left out (nil: no plan can be applied).
+func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, out *Outcome) *netpol.Plan {
+	pols, err := a.NetPol.List(pod.Namespace)
+	if err != nil {
+		out.Err = errors.Join(out.Err, fmt.Errorf("list NetworkPolicies of namespace %s: %w", pod.Namespace, err))
+		return nil
+	}
+	var ports []corev1.ContainerPort
+	for _, c := range pod.Spec.Containers {
+		ports = append(ports, c.Ports...)
+	}
+	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, a.peers)
+	out.Policies, out.PolicyIgnored = selected, ignored
+	return &plan
+}
+
+// holdsPolicy reports whether the attachment holds the policy plan, as
+// last applied.
+func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last, ok := a.appliedPol[key]
+	return ok && reflect.DeepEqual(last, plan)
 }
 
 // plan computes the attachment's plan, recording in out what selects it
@@ -266,6 +322,11 @@ func (a *Agent) forgetUnseen(seen map[string]bool) {
 			delete(a.applied, key)
 		}
 	}
+	for key := range a.appliedPol {
+		if !seen[key] {
+			delete(a.appliedPol, key)
+		}
+	}
 }
 
 // apply syncs the pending attachments holding their claims' locks, all at
@@ -302,20 +363,47 @@ func (a *Agent) applyLocked(ctx context.Context, uids []types.UID, todo []pendin
 	defer cancel()
 	var outs []Outcome
 	err := a.claims.Locked(ctx, uids, func(now map[types.UID]*checkpoint.Claim) error {
-		var items []Item
 		var live []pending
 		for _, p := range todo {
 			if stillAttached(now[p.claim], p.at) {
-				items = append(items, Item{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.plan})
 				live = append(live, p)
 			}
 		}
-		for i, r := range a.kernel(items) {
-			outs = append(outs, a.record(live[i], r))
+		qosRes, polRes := a.syncKernel(live)
+		for i, p := range live {
+			outs = append(outs, a.record(p, qosRes[i], polRes[i]))
 		}
 		return nil
 	})
 	return outs, err
+}
+
+// syncKernel syncs the QoS and policy plans of the attachments, a result
+// of each per attachment (the zero Result for a plan that is not synced).
+func (a *Agent) syncKernel(live []pending) (qosRes, polRes []Result) {
+	qosRes, polRes = make([]Result, len(live)), make([]Result, len(live))
+	var items []Item
+	var polItems []podpolicy.Interface
+	var at, polAt []int
+	for i, p := range live {
+		if p.qos != nil {
+			items, at = append(items, Item{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.qos}), append(at, i)
+		}
+		if p.policy != nil {
+			polItems, polAt = append(polItems, podpolicy.Interface{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.policy}), append(polAt, i)
+		}
+	}
+	if len(items) > 0 {
+		for j, r := range a.kernel(items) {
+			qosRes[at[j]] = r
+		}
+	}
+	if len(polItems) > 0 {
+		for j, r := range a.NetPol.Kernel(polItems) {
+			polRes[polAt[j]] = Result{Changed: r.Changed, Err: r.Err}
+		}
+	}
+	return qosRes, polRes
 }
 
 // stillAttached reports whether the claim's record still holds the
@@ -335,16 +423,26 @@ func stillAttached(c *checkpoint.Claim, at checkpoint.Attachment) bool {
 }
 
 // record keeps what the kernel now holds and returns the outcome.
-func (a *Agent) record(p pending, r Result) Outcome {
+func (a *Agent) record(p pending, qr, pr Result) Outcome {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	p.out.Changed = r.Changed
-	if r.Err != nil {
-		delete(a.applied, p.key) // unknown now: read the kernel next time
-		p.out.Err = fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, r.Err)
-		return p.out
+	p.out.Changed, p.out.PolicyChanged = qr.Changed, pr.Changed
+	if p.qos != nil {
+		if qr.Err != nil {
+			delete(a.applied, p.key) // unknown now: read the kernel next time
+			p.out.Err = errors.Join(p.out.Err, fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, qr.Err))
+		} else {
+			a.applied[p.key] = p.qos
+		}
 	}
-	a.applied[p.key] = p.plan
+	if p.policy != nil {
+		if pr.Err != nil {
+			delete(a.appliedPol, p.key)
+			p.out.Err = errors.Join(p.out.Err, fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, pr.Err))
+		} else {
+			a.appliedPol[p.key] = p.policy
+		}
+	}
 	return p.out
 }
 
@@ -355,8 +453,12 @@ func (a *Agent) report(ctx context.Context, outs []Outcome) {
 		switch {
 		case o.Err != nil:
 			log.Error(o.Err, "QoS rules not applied", "pod", o.Pod, "interface", o.IfName, "network", o.Network.String())
-		case o.Changed:
-			log.V(2).Info("QoS rules updated", "pod", o.Pod, "interface", o.IfName, "network", o.Network.String(), "networkQoS", o.Selected)
+		case o.Changed || o.PolicyChanged:
+			log.V(2).Info("Rules updated", "pod", o.Pod, "interface", o.IfName, "network", o.Network.String(),
+				"networkQoS", o.Selected, "qosChanged", o.Changed, "networkPolicies", o.Policies, "policyChanged", o.PolicyChanged)
+		}
+		if o.PolicyIgnored != nil {
+			log.Info("Some NetworkPolicy rules are not enforced (what they allow stays closed)", "pod", o.Pod, "network", o.Network.String(), "reason", o.PolicyIgnored.Error())
 		}
 		if o.Ignored != nil {
 			log.Info("Some NetworkQoS rules are not applied", "pod", o.Pod, "network", o.Network.String(), "reason", o.Ignored.Error())

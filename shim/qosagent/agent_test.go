@@ -8,12 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -57,9 +62,9 @@ func (f fakePolicies) NetworkQoS(ns string) ([]*ncv1.NetworkQoS, error) { return
 
 type fakePods map[types.UID]map[string]string
 
-func (f fakePods) Labels(_, _ string, uid types.UID) (map[string]string, bool) {
+func (f fakePods) Pod(ns, name string, uid types.UID) (*corev1.Pod, bool) {
 	l, ok := f[uid]
-	return l, ok
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Labels: l}}, ok
 }
 
 type fakePeers []netip.Addr
@@ -319,5 +324,54 @@ func TestLocksOnlyWhatChangesAndSkipsWhatWent(t *testing.T) {
 	f.agent.Sync(ctx)
 	if f.kernel.calls != before {
 		t.Errorf("an attachment deleted meanwhile was synced (%d calls)", f.kernel.calls-before)
+	}
+}
+
+// fakePolicyKernel records the policy plan each interface was synced to.
+type fakePolicyKernel map[string]*netpol.Plan
+
+func (k fakePolicyKernel) sync(items []podpolicy.Interface) []podpolicy.Result {
+	out := make([]podpolicy.Result, len(items))
+	for i, it := range items {
+		k[it.PodNS+"/"+it.IfName] = it.Plan
+		out[i].Changed = true
+	}
+	return out
+}
+
+// The NetworkPolicies labelled for netclass select pods by their own labels
+// and isolate their attachments; an unlabelled one is ignored; a policy
+// whose label goes away stops isolating the pod.
+func TestNetworkPoliciesAreEnforcedPerPod(t *testing.T) {
+	f := newFixture()
+	k := fakePolicyKernel{}
+	var pols []*networkingv1.NetworkPolicy
+	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return pols, nil }, Kernel: k.sync}
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "deny",
+		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	unlabelled := deny.DeepCopy()
+	unlabelled.Name, unlabelled.Labels, unlabelled.Spec.PodSelector = "open", nil, metav1.LabelSelector{}
+	pols = []*networkingv1.NetworkPolicy{deny, unlabelled}
+	ctx := context.Background()
+	outs := f.agent.Sync(ctx)
+	if p := k["/ns/a/net1"]; p == nil || !p.Ingress.Isolated || p.Egress.Isolated {
+		t.Errorf("pod a (app=web): policy %+v, want ingress isolated", p)
+	}
+	if p := k["/ns/b/net1"]; p == nil || !p.IsZero() {
+		t.Errorf("pod b: policy %+v, want open (the unlabelled policy selecting it is ignored)", p)
+	}
+	if len(outs[0].Policies) != 1 || outs[0].Policies[0] != "deny" || len(outs[1].Policies) != 0 {
+		t.Errorf("outcomes name the policies %v and %v, want [deny] and none", outs[0].Policies, outs[1].Policies)
+	}
+	delete(k, "/ns/a/net1")
+	f.agent.Sync(ctx)
+	if _, ok := k["/ns/a/net1"]; ok {
+		t.Error("an unchanged policy was synced again")
+	}
+	deny.Labels = nil // moved out of enforcement
+	f.agent.Sync(ctx)
+	if p := k["/ns/a/net1"]; p == nil || !p.IsZero() {
+		t.Errorf("pod a after the label went: %+v, want open", p)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -53,8 +54,8 @@ func (s *benchSources) NetworkQoS(ns string) ([]*ncv1.NetworkQoS, error) {
 			{DSCP: 10, Bandwidth: &ncv1.Bandwidth{Rate: ptr(int64(10_000))}},
 		}}}}, nil
 }
-func (s *benchSources) Labels(string, string, types.UID) (map[string]string, bool) {
-	return map[string]string{"app": "bench"}, true
+func (s *benchSources) Pod(ns, name string, uid types.UID) (*corev1.Pod, bool) {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Labels: map[string]string{"app": "bench"}}}, true
 }
 func (s *benchSources) Addresses(string, ncv1.Destination, network.Network) ([]netip.Addr, error) {
 	return s.peers, nil
