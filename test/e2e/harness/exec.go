@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -14,11 +13,6 @@ import (
 
 	"github.com/netclass-dev/netclass/test/testbed"
 )
-
-func runIP(args ...string) (string, error) {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	return string(out), err
-}
 
 // Iface is what `ip` shows of an interface inside a pod.
 type Iface struct {
