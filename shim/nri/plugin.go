@@ -81,6 +81,7 @@ type Plugin struct {
 	// caller's deadline, so work stuck on a claim makes a sandbox of the
 	// same claim fail (and be retried) instead of overrunning NRI's budget.
 	locks    *locks
+	inflight *inflight
 	statuses *statusQueue
 	budgetMu sync.Mutex
 	budget   func() time.Duration
@@ -94,7 +95,7 @@ type Plugin struct {
 
 // NewPlugin returns a plugin; logCtx carries the logger for background work.
 func NewPlugin(logCtx context.Context, store Store, runner CNI, reporter Reporter) *Plugin {
-	p := &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), locks: newLocks()}
+	p := &Plugin{Store: store, CNI: runner, Reporter: reporter, logCtx: logCtx, started: time.Now(), locks: newLocks(), inflight: newInflight()}
 	p.statuses = newStatusQueue(p.writeStatus)
 	return p
 }
@@ -204,6 +205,7 @@ func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
 	}
+	defer p.inflight.start()()
 	budget := p.currentBudget()
 	ctx, cancel := context.WithDeadline(ctx, start.Add(budget-p.margin()))
 	defer cancel()

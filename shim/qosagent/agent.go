@@ -126,6 +126,12 @@ type Agent struct {
 	Resync time.Duration
 	// NetPol, when set, adds NetworkPolicy enforcement.
 	NetPol *NetPolicies
+	// Debounce gathers the triggers of one burst of changes into one sync
+	// (0: 250 ms).
+	Debounce time.Duration
+	// Quiet, when set, is waited for before each triggered sync: the node
+	// daemon yields to sandboxes being attached (bounded).
+	Quiet func(context.Context)
 
 	trigger    chan struct{}
 	mu         sync.Mutex
@@ -168,9 +174,33 @@ func (a *Agent) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-a.trigger:
+			a.settle(ctx)
 		case <-retry:
 		case <-time.After(resync):
 		}
+	}
+}
+
+// settle waits for the burst a trigger belongs to: Debounce (triggers in
+// between coalesce), then Quiet.
+func (a *Agent) settle(ctx context.Context) {
+	debounce := a.Debounce
+	if debounce <= 0 {
+		debounce = 250 * time.Millisecond
+	}
+	t := time.NewTimer(debounce)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	select { // what arrived meanwhile is part of this sync
+	case <-a.trigger:
+	default:
+	}
+	if a.Quiet != nil {
+		a.Quiet(ctx)
 	}
 }
 
