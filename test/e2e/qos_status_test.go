@@ -1,0 +1,130 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/nstest"
+	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/traffic"
+)
+
+// podNS is a pod's network namespace on node 1, from the checkpoint.
+func podNS(t *testing.T, e *harness.Env, p *corev1.Pod) *nstest.NS {
+	t.Helper()
+	return &nstest.NS{Name: p.Namespace + "/" + p.Name, Path: e.Attachment(t, p.UID, "net1").NetNS}
+}
+
+// A running pod's metered NetworkQoS rule gets a new rate: the measured
+// rate of the matching flow follows (±20%), the pod never restarted.
+func TestNetworkQoSRateFollowsOnRunningPods(t *testing.T) {
+	e := harness.Shared(t)
+	n := e.BridgeNet(t, "e2e-rate", "net")
+	src := harness.PodOn(e.Node, n.Namespace, "src", "net")
+	src.Labels = map[string]string{"app": "src"}
+	e.RunPods(t, src, harness.PodOn(e.Node, n.Namespace, "dst", "net"))
+	e.Attached(t, n.Namespace, "src", "net", "net1")
+	dst := netip.MustParseAddr(harness.Addr(t, e.Attached(t, n.Namespace, "dst", "net", "net1")))
+	client, server := podNS(t, e, getPod(t, e, n.Namespace, "src")), podNS(t, e, getPod(t, e, n.Namespace, "dst"))
+
+	kbps := traffic.Rate(4000)
+	obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: "meter"},
+		Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
+			Egress: []ncv1.Rule{{DSCP: 10, Bandwidth: &ncv1.Bandwidth{Rate: ptr.To(kbps), Burst: ptr.To(kbps / 10)},
+				Classifier: &ncv1.Classifier{Ports: []ncv1.Port{{Protocol: ncv1.ProtocolUDP, Port: ptr.To(int32(6000))}}}}}}}
+	if _, err := e.NC.NetclassV1alpha1().NetworkQoSes(n.Namespace).Create(testbed.Context(t, time.Minute), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rate := range []int64{kbps, kbps / 2} {
+		if rate != kbps {
+			err := updateQoS(t, e, n.Namespace, "meter", func(q *ncv1.NetworkQoS) {
+				q.Spec.Egress[0].Bandwidth = &ncv1.Bandwidth{Rate: ptr.To(rate), Burst: ptr.To(rate / 10)}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := float64(rate) * 1000
+		var last float64
+		testbed.Poll(t, testbed.Context(t, 2*liveTimeout), time.Millisecond, fmt.Sprintf("the UDP flow metered at %d kbps", rate),
+			func(context.Context) (bool, string, error) {
+				got, err := traffic.UDPRate(client, server, dst, 6000, 1200, 4*want, 3*time.Second, time.Second)
+				if err != nil {
+					return false, "", err
+				}
+				last = got.SteadyBps
+				return math.Abs(got.SteadyBps-want) <= 0.2*want, fmt.Sprintf("%.2f Mbit/s", got.SteadyBps/1e6), nil
+			})
+		t.Logf("rule rate %d kbps: the flow gets %.2f Mbit/s", rate, last/1e6)
+	}
+	if p := getPod(t, e, n.Namespace, "src"); restarts(p) > 0 {
+		t.Error("the source pod restarted")
+	}
+}
+
+// More NetworkQoS rules than an attachment may hold (a tenant's objects
+// can add up past qos.MaxRules) cannot be applied: the node reports
+// ApplyFailed naming the pod and the reason, the controller's Ready says
+// so, an Event marks it; removing objects brings Applied back.
+func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
+	e := harness.Shared(t)
+	n := e.BridgeNet(t, "e2e-fail", "net")
+	src := harness.PodOn(e.Node, n.Namespace, "src", "net")
+	src.Labels = map[string]string{"app": "src"}
+	e.RunPods(t, src)
+	e.Attached(t, n.Namespace, "src", "net", "net1")
+	qoses := e.NC.NetclassV1alpha1().NetworkQoSes(n.Namespace)
+	objects := qos.MaxRules/ncv1.MaxNetworkQoSRules + 1
+	for i := range objects {
+		obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: fmt.Sprintf("many-%02d", i)},
+			Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}}}}
+		for range ncv1.MaxNetworkQoSRules {
+			obj.Spec.Egress = append(obj.Spec.Egress, ncv1.Rule{DSCP: 8})
+		}
+		if _, err := qoses.Create(testbed.Context(t, time.Minute), obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "NetworkQoS many-00: ApplyFailed on node "+e.Node,
+		func(ctx context.Context) (bool, string, error) {
+			q, err := qoses.Get(ctx, "many-00", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			ready := meta.FindStatusCondition(q.Status.Conditions, "Ready")
+			for _, nd := range q.Status.Nodes {
+				if nd.Node == e.Node && nd.Reason == ncv1.ReasonApplyFailed && strings.Contains(nd.Message, "pod "+n.Namespace+"/src") &&
+					strings.Contains(nd.Message, fmt.Sprintf("at most %d rules", qos.MaxRules)) && ready != nil && ready.Reason == ncv1.ReasonApplyFailed {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, ready), nil
+		})
+	evs, err := e.Kube.CoreV1().Events(n.Namespace).List(testbed.Context(t, time.Minute), metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": "many-00", "reason": ncv1.ReasonApplyFailed}.String()})
+	if err != nil || len(evs.Items) == 0 {
+		t.Errorf("no ApplyFailed event on NetworkQoS many-00 (%v)", err)
+	}
+	for i := 1; i < objects; i++ {
+		if err := qoses.Delete(testbed.Context(t, time.Minute), fmt.Sprintf("many-%02d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNodeReport(t, e, n.Namespace, "many-00", ncv1.ReasonApplied, 1)
+}
