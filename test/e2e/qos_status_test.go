@@ -116,11 +116,16 @@ func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
 			}
 			return false, fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, ready), nil
 		})
-	evs, err := e.Kube.CoreV1().Events(n.Namespace).List(testbed.Context(t, time.Minute), metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.name": "many-00", "reason": ncv1.ReasonApplyFailed}.String()})
-	if err != nil || len(evs.Items) == 0 {
-		t.Errorf("no ApplyFailed event on NetworkQoS many-00 (%v)", err)
-	}
+	// Events are sent in the background by the daemon's broadcaster.
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "an ApplyFailed event on NetworkQoS many-00",
+		func(ctx context.Context) (bool, string, error) {
+			evs, err := e.Kube.CoreV1().Events(n.Namespace).List(ctx, metav1.ListOptions{
+				FieldSelector: fields.Set{"involvedObject.name": "many-00", "reason": ncv1.ReasonApplyFailed}.String()})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return len(evs.Items) > 0, fmt.Sprintf("%d events", len(evs.Items)), nil
+		})
 	for i := 1; i < objects; i++ {
 		if err := qoses.Delete(testbed.Context(t, time.Minute), fmt.Sprintf("many-%02d", i), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
