@@ -13,9 +13,13 @@ import (
 )
 
 // PolicyTable names the table holding the NetworkPolicy rules of one pod
-// interface, in the pod's namespace, apart from its QoS table:
+// interface, in the pod's namespace, apart from its QoS table. "netclass-"
+// and not "netclass_": no QoS table name ("netclass_" + an interface name,
+// in the inet family too before host-side QoS) can ever be a policy
+// table's, whatever the interfaces are called (DEL of an interface named
+// "pol_net1" must not remove net1's policy):
 //
-//	table inet netclass_pol_IF {
+//	table inet netclass-pol_IF {
 //	  chain input  { type filter hook input priority filter; iifname IF jump ingress }   (isolated only)
 //	  chain output { type filter hook output priority filter; oifname IF jump egress }   (isolated only)
 //	  chain ingress {
@@ -31,7 +35,7 @@ import (
 // any other, is never filtered by it. Conntrack sees the interface's
 // traffic in the pod's namespace, so a reply of a connection one side
 // allowed passes the other.
-func PolicyTable(ifname string) string { return "netclass_pol_" + ifname }
+func PolicyTable(ifname string) string { return "netclass-pol_" + ifname }
 
 func policyTable(ifname string) *nftables.Table {
 	return &nftables.Table{Name: PolicyTable(ifname), Family: nftables.TableFamilyINet}

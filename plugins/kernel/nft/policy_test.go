@@ -141,3 +141,23 @@ func TestPolicyEnforcedOnItsInterfaceOnly(t *testing.T) {
 		t.Errorf("a second empty sync: changed %v, %v", changed, errors.Join(err))
 	}
 }
+
+// No interface name makes a QoS table's name (the inet one DeletePodQoS
+// removes included) a policy table's: removing one interface's QoS leaves
+// another's policy in place.
+func TestPolicyTableNeverCollidesWithQoS(t *testing.T) {
+	n := podNS(t)
+	c := conn(t, n)
+	plan := &netpol.Plan{Ingress: netpol.Direction{Isolated: true}}
+	if _, err := SyncPolicy(c, "net1", plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{"pol_net1", "-pol_net1", "net1"} {
+		if err := DeletePodQoS(c, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CheckPolicy(c, "net1", plan); err != nil {
+		t.Errorf("removing QoS tables took net1's policy: %v", err)
+	}
+}
