@@ -11,30 +11,11 @@ import (
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 )
 
-// SyncRules brings the attachment's DSCP and metered rules to the plan in
-// place, where Apply puts them (the host port of a bridged veth, otherwise
-// the pod's namespace), and reports whether the kernel was changed. Only
-// the rules: shaping comes from the network and the claim, which do not
-// change under a running attachment. The rules' shape is the one Apply
-// installs (plugins/kernel/nft renders both).
-func SyncRules(a Attachment, plan *qos.Plan) (bool, error) {
-	_, port, err := hostPort(a)
-	if err != nil {
-		return false, err
-	}
-	if port {
-		c, err := nft.OpenCurrent()
-		if err != nil {
-			return false, err
-		}
-		changed, err := nft.SyncPortQoS(c, a.HostIf, plan)
-		if err != nil {
-			return changed, fmt.Errorf("update the rules of %q on %q: %w", a.IfName, a.HostIf, err)
-		}
-		return changed, nil
-	}
+// syncPod brings the rules of an interface without a host port (they live
+// in the pod's namespace) to the plan in place.
+func syncPod(a Attachment, plan *qos.Plan) (bool, error) {
 	var changed bool
-	err = inPodNFT(a.PodNS, func(c *nftables.Conn) error {
+	err := inPodNFT(a.PodNS, func(c *nftables.Conn) error {
 		var err error
 		changed, err = nft.SyncPodQoS(c, a.IfName, plan)
 		return err
@@ -84,11 +65,15 @@ type Result struct {
 	Err     error
 }
 
-// SyncInterfaces is SyncRules for many pod interfaces, each known by its
+// SyncInterfaces brings the DSCP and metered rules of pod interfaces to
+// their plans in place, where Apply puts them, each interface known by its
 // pod's side only (the host end is found with HostEnd): what netclass-dra's
-// QoS agent runs. The ports of bridged veths are synced in one nftables
-// transaction (nft.SyncPorts), the other interfaces one by one in their
-// pods' namespaces. Results are in the order of ifs.
+// QoS agent runs. The ports of bridged veths are synced together
+// (nft.SyncPorts: few transactions), the other interfaces one by one in
+// their pods' namespaces. Only the rules: shaping comes from the network
+// and the claim, which do not change under a running attachment. The
+// rules' shape is the one Apply installs (plugins/kernel/nft renders both).
+// Results are in the order of ifs.
 func SyncInterfaces(ifs []Interface) []Result {
 	out := make([]Result, len(ifs))
 	ports, at := map[string]*qos.Plan{}, map[string]int{}
@@ -100,7 +85,7 @@ func SyncInterfaces(ifs []Interface) []Result {
 		case port:
 			ports[a.HostIf], at[a.HostIf] = f.Plan, i
 		default:
-			out[i].Changed, out[i].Err = SyncRules(a, f.Plan)
+			out[i].Changed, out[i].Err = syncPod(a, f.Plan)
 		}
 	}
 	if len(ports) == 0 {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
-	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
@@ -22,24 +21,14 @@ func plan(dscp int) *qos.Plan {
 // synced together, each holds its plan, and an edit reaches them all.
 func TestSyncInterfaces(t *testing.T) {
 	host := nstest.New(t)
-	host.Do(t, func() error { return netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}) })
+	host.Bridge(t, "br0")
 	var ifs []Interface
 	for i := range 3 {
 		pod := nstest.New(t)
 		hostIf := fmt.Sprintf("h%d", i)
 		nstest.Veth(t, pod, "net1", "", host, hostIf, "")
 		if i < 2 {
-			host.Do(t, func() error {
-				br, err := netlink.LinkByName("br0")
-				if err != nil {
-					return err
-				}
-				l, err := netlink.LinkByName(hostIf)
-				if err != nil {
-					return err
-				}
-				return netlink.LinkSetMaster(l, br)
-			})
+			host.Bridge(t, "br0", hostIf)
 		}
 		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "net1"})
 	}

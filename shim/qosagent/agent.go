@@ -1,16 +1,19 @@
-// Package qosagent is netclass-dra's QoS agent: it keeps the DSCP and
-// metered rules of every running attachment of its node equal to what the
-// objects say now — the NetworkQoS objects of the pod's namespace, the
-// pod's own labels (each pod of a shared claim gets the rules its labels
-// select) and the addresses the selected peers have on the network —
-// without restarting a pod. It is level-triggered, as kube-network-policies
-// is: any change of its inputs asks for a sync, a sync computes the desired
-// plan of every attachment and applies only the differences
-// (plugins/qosport.SyncRules: one nftables transaction per attachment, set
-// elements updated one by one). An attachment whose plan is the one last
-// applied costs no kernel access; after a restart the first sync reads the
-// kernel and changes nothing that is already right. Attachments without
-// addresses get their rules as well: nothing here needs the pod's own IPs.
+// Package qosagent is netclass-dra's agent for the rules of running
+// attachments: it keeps the DSCP and metered rules of every attachment of
+// its node equal to what the objects say now — the NetworkQoS objects of
+// the pod's namespace, the pod's own labels (each pod of a shared claim
+// gets the rules its labels select) and the addresses the selected peers
+// have on the network — and, when NetPol is set, their NetworkPolicy
+// tables too, without restarting a pod. It is level-triggered, as
+// kube-network-policies is: any change of its inputs asks for a sync, a
+// sync computes the desired plans of every attachment and applies only
+// the differences (plugins/qosport.SyncInterfaces: few nftables
+// transactions for all the node's ports, set elements updated one by one;
+// plugins/podpolicy in the pods). An attachment whose plans are the ones
+// last applied costs no kernel access; after a restart the first sync
+// reads the kernel and changes nothing that is already right. Attachments
+// without addresses get their rules as well: nothing here needs the pod's
+// own IPs.
 package qosagent
 
 import (

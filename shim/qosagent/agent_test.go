@@ -207,7 +207,7 @@ func TestSyncFollowsChangesAndSkipsWhatHolds(t *testing.T) {
 		if f.kernel.calls != before+1 {
 			t.Errorf("%s: %d kernel syncs, want 1 (pod a's only)", s.name, f.kernel.calls-before)
 		}
-		if got := rulesOf(t, f.kernel, "/ns/a/net1"); !equal(got, s.want) {
+		if got := rulesOf(t, f.kernel, "/ns/a/net1"); !slices.Equal(got, s.want) {
 			t.Errorf("%s: pod a holds rules %v, want %v", s.name, got, s.want)
 		}
 	}
@@ -284,18 +284,6 @@ func TestInvalidResultIsAnErrorAndChangesNothing(t *testing.T) {
 	if _, ok := f.kernel.plans["/ns/a/net1"]; ok {
 		t.Error("an invalid plan reached the kernel")
 	}
-}
-
-func equal(a, b []uint8) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Only the claims whose attachments need a change are locked, and an

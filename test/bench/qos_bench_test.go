@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,24 +74,12 @@ func ptr[T any](v T) *T { return &v }
 func BenchmarkQoSEdit100Attachments(b *testing.B) {
 	host := nstest.New(b)
 	src := &benchSources{dscp: 18}
-	host.Do(b, func() error {
-		return netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "ncbench"}})
-	})
+	host.Bridge(b, "ncbench")
 	for i := range qosAttachments {
 		pod := nstest.New(b)
 		hostIf := fmt.Sprintf("ncb%03d", i)
 		nstest.Veth(b, pod, "net1", "", host, hostIf, "")
-		host.Do(b, func() error {
-			br, err := netlink.LinkByName("ncbench")
-			if err != nil {
-				return err
-			}
-			l, err := netlink.LinkByName(hostIf)
-			if err != nil {
-				return err
-			}
-			return netlink.LinkSetMaster(l, br)
-		})
+		host.Bridge(b, "ncbench", hostIf)
 		uid := types.UID(fmt.Sprintf("pod-%d", i))
 		src.claims = append(src.claims, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: "bench", Name: string(uid),
 			Pods: []checkpoint.Pod{{UID: uid, Namespace: "bench", Name: string(uid)}},

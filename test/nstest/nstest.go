@@ -207,6 +207,30 @@ func Veth(t testing.TB, a *NS, aName, aAddr string, b *NS, bName, bAddr string) 
 	}
 }
 
+// Bridge makes the named links of the namespace ports of a bridge, which
+// it creates (up) first if it is not there yet.
+func (n *NS) Bridge(t testing.TB, bridge string, ports ...string) {
+	t.Helper()
+	h := n.Handle(t)
+	br, err := h.LinkByName(bridge)
+	if err != nil {
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = bridge
+		if err := h.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
+			t.Fatalf("create bridge %q in %s: %v", bridge, n.Name, err)
+		}
+		br = n.Link(t, bridge)
+		if err := h.LinkSetUp(br); err != nil {
+			t.Fatalf("set bridge %q up in %s: %v", bridge, n.Name, err)
+		}
+	}
+	for _, p := range ports {
+		if err := h.LinkSetMaster(n.Link(t, p), br); err != nil {
+			t.Fatalf("put %q into bridge %q in %s: %v", p, bridge, n.Name, err)
+		}
+	}
+}
+
 func upWithAddr(name, cidr string) error {
 	l, err := netlink.LinkByName(name)
 	if err != nil {

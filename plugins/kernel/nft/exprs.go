@@ -65,14 +65,7 @@ func dispatchByIifname(set string, setID uint32) []expr.Any {
 
 // matchDaddrInSet: `ip daddr @set` or `ip6 daddr @set`.
 func matchDaddrInSet(v6 bool, set string, setID uint32) []expr.Any {
-	offset, length := uint32(16), uint32(4)
-	if v6 {
-		offset, length = 24, 16
-	}
-	return []expr.Any{
-		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: length},
-		&expr.Lookup{SourceRegister: 1, SetName: set, SetID: setID},
-	}
+	return matchAddrInSet(v6, false, set, setID)
 }
 
 // matchL4proto: `meta l4proto <proto>`.
@@ -153,12 +146,14 @@ func concat(parts ...[]expr.Any) []expr.Any {
 
 // matchAddrInSet: `ip saddr|daddr @set` or `ip6 saddr|daddr @set`.
 func matchAddrInSet(v6, source bool, set string, setID uint32) []expr.Any {
-	if !source {
-		return matchDaddrInSet(v6, set, setID)
-	}
-	offset, length := uint32(12), uint32(4)
-	if v6 {
+	offset, length := uint32(16), uint32(4) // IPv4 daddr
+	switch {
+	case v6 && source:
 		offset, length = 8, 16
+	case v6:
+		offset, length = 24, 16
+	case source:
+		offset = 12
 	}
 	return []expr.Any{
 		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: length},

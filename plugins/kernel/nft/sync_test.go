@@ -3,6 +3,7 @@ package nft
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/nftables"
@@ -102,20 +103,20 @@ func TestSyncInPlace(t *testing.T) {
 				return handles(t, c, target.table)
 			}
 			first := step("first sync", spec(nil), true)
-			if again := step("same plan", spec(nil), false); !maps.EqualFunc(first, again, equalHandles) {
+			if again := step("same plan", spec(nil), false); !maps.EqualFunc(first, again, slices.Equal[[]uint64]) {
 				t.Errorf("a sync with nothing to do touched rules: %v -> %v", first, again)
 			}
 			peer := step("a peer appears", withPeer, true)
-			if !maps.EqualFunc(first, peer, equalHandles) {
+			if !maps.EqualFunc(first, peer, slices.Equal[[]uint64]) {
 				t.Errorf("a new peer address rewrote rules instead of adding set elements: %v -> %v", first, peer)
 			}
 			rate := step("a meter's rate", newRate, true)
 			for chain, hs := range peer {
 				if chain == target.rule("r1") {
-					if equalHandles(hs, rate[chain]) {
+					if slices.Equal(hs, rate[chain]) {
 						t.Errorf("chain %s of the edited meter kept its rules", chain)
 					}
-				} else if !equalHandles(hs, rate[chain]) {
+				} else if !slices.Equal(hs, rate[chain]) {
 					t.Errorf("chain %s changed although its rules did not: %v -> %v", chain, hs, rate[chain])
 				}
 			}
@@ -131,18 +132,6 @@ func TestSyncInPlace(t *testing.T) {
 			step("nothing to remove", qos.Compile(&qos.Spec{}), false)
 		})
 	}
-}
-
-func equalHandles(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A port whose map entry or shared base was lost is repaired by the sync
@@ -200,7 +189,7 @@ func TestSyncPortsAtOnce(t *testing.T) {
 	}
 	after := handles(t, c, portTable())
 	for _, chain := range []string{"port/nc1", "port/nc1/r0", "port/nc1/r1"} {
-		if !equalHandles(before[chain], after[chain]) {
+		if !slices.Equal(before[chain], after[chain]) {
 			t.Errorf("unchanged port's chain %s was rewritten", chain)
 		}
 	}
