@@ -91,6 +91,18 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 	}
 	seen(peer, peerAddr, 18, "NetworkQoS created")
 	waitNodeReport(t, e, ns, "live", ncv1.ReasonApplied, 1)
+	if len(e.Nodes) > 1 {
+		// A selected pod on another node: each node reports its own entry,
+		// with a field manager of its own, and neither overwrites the other.
+		other := e.Nodes[len(e.Nodes)-1].Name
+		far := harness.PodOn(other, ns, "src-far", "net")
+		far.Labels = map[string]string{"app": "src"}
+		e.RunPods(t, far)
+		e.Attached(t, ns, "src-far", "net", "net1")
+		waitNodes(t, e, ns, "live", map[string]int32{e.Node: 1, other: 1}, "enforced on 2 attachments on 2 nodes")
+		deletePod(t, e, ns, "src-far")
+		waitNodes(t, e, ns, "live", map[string]int32{e.Node: 1}, "enforced on 1 attachments on 1 nodes")
+	}
 
 	edit := func(what string, mutate func(*ncv1.NetworkQoS)) {
 		t.Helper()
@@ -199,8 +211,9 @@ func waitNoRuleFor(t *testing.T, addr string) {
 func waitNodeReport(t *testing.T, e *harness.Env, ns, name, reason string, attachments int32) {
 	t.Helper()
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, fmt.Sprintf("NetworkQoS %s: node %s reports %q on %d attachments", name, e.Node, reason, attachments),
-		func(ctx context.Context) (bool, string, error) {
-			q, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Get(ctx, name, metav1.GetOptions{})
+		func(context.Context) (bool, string, error) {
+			// a context of its own: the last attempt reports the state, not the deadline
+			q, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Get(testbed.Context(t, time.Minute), name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error(), nil
 			}
@@ -216,5 +229,31 @@ func waitNodeReport(t *testing.T, e *harness.Env, ns, name, reason string, attac
 				return got == nil && ready != nil && ready.Reason == "Pending", state, nil
 			}
 			return got != nil && got.Reason == reason && got.Attachments == attachments && ready != nil && ready.Reason == reason, state, nil
+		})
+}
+
+// waitNodes waits until the NetworkQoS's status.nodes is exactly the
+// given nodes, each Applied on its number of attachments, and Ready's
+// message is ready.
+func waitNodes(t *testing.T, e *harness.Env, ns, name string, want map[string]int32, ready string) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, fmt.Sprintf("NetworkQoS %s: nodes %v Applied, Ready %q", name, want, ready),
+		func(context.Context) (bool, string, error) {
+			// a context of its own: the last attempt reports the state, not the deadline
+			q, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).Get(testbed.Context(t, time.Minute), name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			r := meta.FindStatusCondition(q.Status.Conditions, "Ready")
+			state := fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, r)
+			if len(q.Status.Nodes) != len(want) || r == nil || r.Message != ready {
+				return false, state, nil
+			}
+			for _, n := range q.Status.Nodes {
+				if a, ok := want[n.Node]; !ok || n.Attachments != a || n.Reason != ncv1.ReasonApplied {
+					return false, state, nil
+				}
+			}
+			return true, state, nil
 		})
 }
