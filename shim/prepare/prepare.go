@@ -276,7 +276,7 @@ func (p *Plugin) qosRules(ctx context.Context, claim *resourceapi.ResourceClaim,
 		p.Reporter.Warn(ctx, claim, "NetworkQoSUnavailable", fmt.Sprintf("listing NetworkQoS of namespace %s: %v", claim.Namespace, err))
 		return nil
 	}
-	rules, err := render.Rules(objs, render.Target{Namespace: claim.Namespace, PodLabels: podLabels, Network: net}, p.Peers)
+	rules, _, err := render.Rules(objs, render.Target{Namespace: claim.Namespace, PodLabels: podLabels, Network: net}, p.Peers)
 	if err != nil {
 		p.Reporter.Warn(ctx, claim, "NetworkQoSIgnored", fmt.Sprintf("some NetworkQoS rules for %s are not applied: %v", net.Ref, err))
 	}

@@ -326,13 +326,8 @@ func (a *Agent) plan(d *checkpoint.Device, target render.Target, out *Outcome) *
 		out.Err = fmt.Errorf("list NetworkQoS of namespace %s: %w", target.Namespace, err)
 		return nil
 	}
-	for _, obj := range objs {
-		if ok, _ := render.Selects(obj, target); ok {
-			out.Selected = append(out.Selected, obj.Name)
-		}
-	}
-	plan, ignored, err := Desired(d.QoS.Base, objs, target, a.peers)
-	out.Ignored = ignored
+	plan, selected, ignored, err := Desired(d.QoS.Base, objs, target, a.peers)
+	out.Selected, out.Ignored = selected, ignored
 	if err != nil {
 		out.Err = fmt.Errorf("pod %s interface %s: %w", out.Pod, out.IfName, err)
 	}

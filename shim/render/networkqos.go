@@ -32,10 +32,10 @@ type Target struct {
 // priority × 20 plus the rule's index (seed 003: later rules and higher
 // priorities win, without collisions). A rule whose destinations resolve to no
 // address is dropped: an empty destination list would match everything.
-func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) ([]qos.Rule, error) {
+// selected names the objects that select the pod on the network.
+func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rule, selected []string, err error) {
 	sorted := append([]*ncv1.NetworkQoS(nil), objs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var rules []qos.Rule
 	var errs []error
 	for _, obj := range sorted {
 		ok, err := Selects(obj, target)
@@ -46,6 +46,7 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) ([]qos.Rule, err
 		if !ok {
 			continue
 		}
+		selected = append(selected, obj.Name)
 		for i, r := range obj.Spec.Egress {
 			rule, keep, err := compileRule(obj, i, r, target, peers)
 			if err != nil {
@@ -57,7 +58,7 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) ([]qos.Rule, err
 			}
 		}
 	}
-	return rules, errors.Join(errs...)
+	return rules, selected, errors.Join(errs...)
 }
 
 // Selects reports whether a NetworkQoS applies to the pod on the network.

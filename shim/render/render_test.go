@@ -213,7 +213,7 @@ func TestRules(t *testing.T) {
 		}),
 	}
 	peers := fakePeers{"db": {netip.MustParseAddr("10.10.1.7"), netip.MustParseAddr("fd00::7")}}
-	rules, err := Rules(objs, target, peers)
+	rules, _, err := Rules(objs, target, peers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRules(t *testing.T) {
 	if err := spec.Validate("qos"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rules(objs, target, nil); err == nil {
+	if _, _, err := Rules(objs, target, nil); err == nil {
 		t.Fatal("selectors without a resolver were not reported")
 	}
 }

@@ -153,7 +153,7 @@ func attachmentMatches(ctx context.Context, e *harness.Env, c *nftables.Conn, cl
 	if dev.QoS == nil {
 		return fmt.Errorf("pod %s: the device has no recorded qos", podName)
 	}
-	plan, _, err := qosagent.Desired(dev.QoS.Base, qs, render.Target{Namespace: claim.Namespace, PodLabels: pod.Labels, Network: net}, resolver)
+	plan, _, _, err := qosagent.Desired(dev.QoS.Base, qs, render.Target{Namespace: claim.Namespace, PodLabels: pod.Labels, Network: net}, resolver)
 	if err != nil {
 		return err
 	}
