@@ -256,10 +256,21 @@ func (d *Daemon) plugins(ctx context.Context) {
 		}
 	}
 	d.runtime.Hooks = d.metrics
+	pods := podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube}
+	d.runtime.Secure = func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, ref checkpoint.Pod, at checkpoint.Attachment) error {
+		pod, err := pods.Pod(ctx, ref.Namespace, ref.Name)
+		if err != nil {
+			return fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		if pod.UID != ref.UID {
+			return fmt.Errorf("pod %s/%s: UID %s, the claim reserves %s", ref.Namespace, ref.Name, pod.UID, ref.UID)
+		}
+		return d.qos.Guard(ctx, pod, c.UID, dev, at)
+	}
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.prepare = &prepare.Plugin{
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
-		Pods: podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube},
+		Pods: pods,
 		QoS:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		Peers: peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(ctx, 10*time.Second)

@@ -441,3 +441,35 @@ func TestSandboxesOfDifferentPodsAttachInParallel(t *testing.T) {
 		t.Fatalf("attachments: c1 %d, c2 %d", h.attachments("c1"), h.attachments("c2"))
 	}
 }
+
+// Secure runs after each ADD, with the attachment as it will be recorded;
+// its failure fails the sandbox closed: every attachment is taken back.
+func TestSecureFailureFailsTheSandbox(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c1", "a", 0, "p", dev("blue", ""), dev("red", "")))
+	var secured []string
+	h.plugin.Secure = func(_ context.Context, _ *checkpoint.Claim, d *checkpoint.Device, _ checkpoint.Pod, at checkpoint.Attachment) error {
+		secured = append(secured, d.Network.Name+" "+at.IfName+" "+at.NetNS)
+		if at.IfName == "net2" {
+			return errors.New("policy table refused")
+		}
+		return nil
+	}
+	err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p"))
+	if err == nil || !strings.Contains(err.Error(), "policy table refused") {
+		t.Fatalf("error = %v", err)
+	}
+	h.timing(t)
+	h.plugin.Wait()
+	if want := []string{"blue net1 " + h.netns, "red net2 " + h.netns}; !slices.Equal(secured, want) {
+		t.Errorf("secured %v, want %v", secured, want)
+	}
+	want := []string{"ADD blue sb1 net1", "ADD red sb1 net2", "DEL red sb1 net2", "DEL blue sb1 net1"}
+	if got := h.cni.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("calls %v, want %v", got, want)
+	}
+	c, _ := h.store.Get("c1")
+	if len(c.Devices[0].Attachments)+len(c.Devices[1].Attachments) != 0 {
+		t.Fatalf("attachments left after rollback: %+v", c.Devices)
+	}
+}

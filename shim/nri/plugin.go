@@ -75,6 +75,12 @@ type Plugin struct {
 	RetryBase time.Duration
 	// Hooks, when set, is told about every NRI hook answered (metrics).
 	Hooks HookObserver
+	// Secure, when set, runs after each attachment's ADD, before it counts
+	// as attached and before the pod's containers start: netclass-dra
+	// installs the attachment's NetworkPolicy there, so a pod a policy
+	// selects is never open on the network. An error fails the attachment
+	// (the sandbox fails closed and the kubelet retries).
+	Secure func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, pod checkpoint.Pod, att checkpoint.Attachment) error
 
 	// locks orders sandbox handling, Unprepare and reconciliation per
 	// claim (unrelated pods run in parallel); they are taken with the
@@ -276,6 +282,11 @@ func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) err
 	}
 	att.State = checkpoint.Attached
 	att.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
+	if p.Secure != nil {
+		if err := p.Secure(ctx, s.Claim, dev, s.Pod, att); err != nil {
+			return fmt.Errorf("secure interface %s: %w", s.IfName, err)
+		}
+	}
 	return p.setAttachment(s, att)
 }
 

@@ -268,7 +268,7 @@ func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, seen map[s
 		if !ok {
 			continue // not in the cache yet, or being deleted: the next sync sees it
 		}
-		key := fmt.Sprintf("%s/%s/%s", c.UID, at.SandboxID, at.IfName)
+		key := attachmentKey(c.UID, at)
 		seen[key] = true
 		p := pending{claim: c.UID, key: key, at: at, out: Outcome{Pod: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name},
 			PodUID: ref.UID, IfName: at.IfName, Network: d.Network}}
