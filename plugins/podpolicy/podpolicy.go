@@ -43,6 +43,7 @@ func syncOne(f Interface) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	defer c.CloseLasting()
 	changed, err := nft.SyncPolicy(c, f.IfName, f.Plan)
 	if err != nil {
 		return changed, fmt.Errorf("policy of %q: %w", f.IfName, err)

@@ -156,5 +156,6 @@ func inPodNFT(podNS string, fn func(*nftables.Conn) error) error {
 	if err != nil {
 		return err
 	}
+	defer c.CloseLasting()
 	return fn(c)
 }

@@ -39,9 +39,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Open returns a connection to nftables in the namespace behind fd.
+// Open returns a connection to nftables in the namespace behind fd. It
+// keeps one socket for all its requests (a sync reads a table with a
+// request per chain and set: a socket each, made in the namespace with its
+// buffers, cost most of a pod's sync); the caller closes it with
+// CloseLasting.
 func Open(nsFd int) (*nftables.Conn, error) {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFd), nftables.WithSockOptions(bigBuffers))
+	c, err := nftables.New(nftables.WithNetNSFd(nsFd), nftables.WithSockOptions(bigBuffers), nftables.AsLasting())
 	if err != nil {
 		return nil, fmt.Errorf("open nftables: %w", err)
 	}
