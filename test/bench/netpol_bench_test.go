@@ -1,0 +1,421 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/netpolicy"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// polPods pods (one attachment each) and polPolicies NetworkPolicies, all
+// in polNamespace, make the node of the NetworkPolicy benchmark.
+const (
+	polPods      = 100
+	polPolicies  = 50
+	polNamespace = "bench"
+)
+
+var (
+	polApps  = []string{"web", "db", "client"}
+	polTiers = []string{"t0", "t1", "t2", "t3", "t4"}
+)
+
+// polSources is benchSources with pods of their own labels, pod peers
+// resolved against those labels, and the namespace's NetworkPolicies.
+type polSources struct {
+	*benchSources
+	labels []map[string]string // by pod index
+	addrs  []netip.Addr        // by pod index: the pod's address on the network
+	byUID  map[types.UID]int
+	pols   []*networkingv1.NetworkPolicy
+}
+
+func (s *polSources) Pod(ns, name string, uid types.UID) (*corev1.Pod, bool) {
+	i, ok := s.byUID[uid]
+	if !ok {
+		return nil, false
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Labels: s.labels[i]}}, true
+}
+
+// Addresses resolves a peer the way the shim's informers do: the
+// addresses, in pod order, of the pods its selectors match (the only
+// namespace is polNamespace).
+func (s *polSources) Addresses(ns string, to ncv1.Destination, _ network.Network) ([]netip.Addr, error) {
+	if to.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(to.NamespaceSelector)
+		if err != nil || !sel.Matches(labels.Set{"kubernetes.io/metadata.name": polNamespace}) {
+			return nil, err
+		}
+	} else if ns != polNamespace {
+		return nil, nil
+	}
+	pods := labels.Everything()
+	if to.PodSelector != nil {
+		var err error
+		if pods, err = metav1.LabelSelectorAsSelector(to.PodSelector); err != nil {
+			return nil, err
+		}
+	}
+	var out []netip.Addr
+	for i, l := range s.labels {
+		if pods.Matches(labels.Set(l)) {
+			out = append(out, s.addrs[i])
+		}
+	}
+	return out, nil
+}
+
+func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
+	if ns != polNamespace {
+		return nil, nil
+	}
+	return s.pols, nil
+}
+
+// BenchmarkNetworkPolicyEdit100Pods50Policies measures netclass-dra's agent
+// enforcing NetworkPolicies on a node with 100 running attachments (net1
+// of 100 pod namespaces) and 50 policies of their namespace, each pod
+// selected by 14 to 16 of them (by app, tier or both; two select every
+// pod): ingress from pod selectors, from ipBlocks with except (IPv4 and
+// IPv6), TCP and UDP ports, port ranges, and egress for some. The devices
+// have no QoS, so only policy work is done. Each iteration edits one
+// policy (the port of its first rule, the policies taken in turn) and
+// times the sync that brings the pods it selects to it; the other pods'
+// plans are unchanged and must cost no kernel access. It reports the
+// sync's p50/p99 wall time and CPU time, the attachments changed per
+// edit, the rules and set elements of a pod's policy table, and the heap
+// in use. The API side is faked; the kernel side is real, and checked
+// against netpolicy.Compile at the end.
+func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
+	src, pods := polNode(b)
+	agent := qosagent.New(src, src, src, src, src, noQoS)
+	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: podpolicy.Sync}
+	ctx := context.Background()
+	outs := agent.Sync(ctx) // the tables the pods start with
+	if err := firstSync(outs); err != nil {
+		b.Fatal(err)
+	}
+	selects := selectedBy(outs)
+	logSpread(b, outs)
+	var times []time.Duration
+	var cpu, slowest time.Duration
+	changed, slowestPods := 0, 0
+	b.ResetTimer()
+	for i := range b.N {
+		k := (i * 7) % polPolicies // 7 is prime to 50: every kind of policy in turn
+		editPort(src.pols[k])
+		before, start := cpuTime(b), time.Now()
+		outs := agent.Sync(ctx)
+		took := time.Since(start)
+		cpu += cpuTime(b) - before
+		n, err := editSync(outs, src.pols[k].Name, selects)
+		if err != nil {
+			b.Fatal(err)
+		}
+		times, changed = append(times, took), changed+n
+		if took > slowest {
+			slowest, slowestPods = took, n
+		}
+	}
+	b.StopTimer()
+	b.Logf("slowest edit: %v, %d attachments changed", slowest, slowestPods)
+	rules, elems := checkPolicies(b, src, pods)
+	slices.Sort(times)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(times[len(times)/2]), "p50-ms/edit")
+	b.ReportMetric(ms(times[(len(times)*99)/100]), "p99-ms/edit")
+	b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/edit")
+	b.ReportMetric(float64(changed)/float64(b.N), "pods-changed/edit")
+	b.ReportMetric(float64(rules)/polPods, "rules/attachment")
+	b.ReportMetric(float64(elems)/polPods, "set-elems/attachment")
+	b.ReportMetric(heapMiB(), "heap-MiB")
+	runtime.KeepAlive(agent)
+}
+
+// polNode builds the pods' namespaces (net1 of each a veth whose host end
+// is a bridge port, as in BenchmarkQoSEdit100Attachments), their claims
+// with QoS-less devices, and the policies.
+func polNode(b *testing.B) (*polSources, []*nstest.NS) {
+	host := nstest.New(b)
+	host.Bridge(b, "ncbench")
+	src := &polSources{benchSources: &benchSources{}, byUID: map[types.UID]int{}}
+	var pods []*nstest.NS
+	for i := range polPods {
+		pod := nstest.New(b)
+		hostIf := fmt.Sprintf("ncp%03d", i)
+		nstest.Veth(b, pod, "net1", "", host, hostIf, "")
+		host.Bridge(b, "ncbench", hostIf)
+		uid := types.UID(fmt.Sprintf("pod-%d", i))
+		src.claims = append(src.claims, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: polNamespace, Name: string(uid),
+			Pods: []checkpoint.Pod{{UID: uid, Namespace: polNamespace, Name: string(uid)}},
+			Devices: []checkpoint.Device{{Device: "bench", Pool: "node", Network: benchNet,
+				Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached}}}},
+		})
+		src.byUID[uid] = i
+		src.labels = append(src.labels, map[string]string{"app": polApps[i%3], "tier": polTiers[i%5]})
+		src.addrs = append(src.addrs, netip.AddrFrom4([4]byte{10, 77, byte(i / 250), byte(1 + i%250)}))
+		pods = append(pods, pod)
+	}
+	for k := range polPolicies {
+		src.pols = append(src.pols, benchPolicy(k))
+	}
+	return src, pods
+}
+
+// noQoS is the agent's QoS kernel: no device has QoS, so it is never called.
+func noQoS(items []qosagent.Item) []qosagent.Result {
+	out := make([]qosagent.Result, len(items))
+	for i := range out {
+		out[i].Err = errors.New("QoS synced on a device without QoS")
+	}
+	return out
+}
+
+// benchPolicy returns the k-th policy: its selector and rules cycle
+// through the kinds at different periods, so they combine.
+func benchPolicy(k int) *networkingv1.NetworkPolicy {
+	p := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: polNamespace, Name: fmt.Sprintf("pol-%02d", k),
+			Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: policySelector(k)},
+	}
+	p.Spec.Ingress = ingressRules(k)
+	if k%5 == 0 {
+		p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+		p.Spec.Egress = egressRules()
+	}
+	return p
+}
+
+// policySelector spreads the policies over the pods (14 to 16 select each
+// pod): one app, one tier, one app in two tiers, two tiers, and every pod
+// for two of them.
+func policySelector(k int) metav1.LabelSelector {
+	app, tier, tier2 := polApps[(k/4)%3], polTiers[k%5], polTiers[(k+2)%5]
+	tiers := []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{tier, tier2}}}
+	switch {
+	case k%25 == 24:
+		return metav1.LabelSelector{}
+	case k%4 == 0:
+		return metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	case k%4 == 1:
+		return metav1.LabelSelector{MatchLabels: map[string]string{"tier": tier}}
+	case k%4 == 2:
+		return metav1.LabelSelector{MatchLabels: map[string]string{"app": app}, MatchExpressions: tiers}
+	default:
+		return metav1.LabelSelector{MatchExpressions: tiers}
+	}
+}
+
+// ingressRules are the k-th policy's: always from another app's pods to a
+// TCP port (the rule the benchmark edits), and by turns from ipBlocks to a
+// UDP port, from a tier's pods and a block to a port range and VXLAN, and
+// from every pod of every namespace to any port.
+func ingressRules(k int) []networkingv1.NetworkPolicyIngressRule {
+	rules := []networkingv1.NetworkPolicyIngressRule{{
+		From:  []networkingv1.NetworkPolicyPeer{podPeer("app", polApps[(k+1)%3])},
+		Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, 8000+k, 0)},
+	}}
+	switch k % 3 {
+	case 1:
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{
+				blockPeer("10.0.0.0/8", "10.77.0.0/16", "10.9.0.0/16"),
+				blockPeer("fd00::/8", "fd00:77::/32"),
+			},
+			Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolUDP, 5000+k, 0)},
+		})
+	case 2:
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{
+			From:  []networkingv1.NetworkPolicyPeer{podPeer("tier", polTiers[k%5]), blockPeer("192.168.0.0/16")},
+			Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, 30000, 30000+10*k), port(corev1.ProtocolUDP, 4789, 0)},
+		})
+	}
+	if k%7 == 3 {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
+		})
+	}
+	return rules
+}
+
+// egressRules allow the database and DNS outside the link-local range.
+func egressRules() []networkingv1.NetworkPolicyEgressRule {
+	return []networkingv1.NetworkPolicyEgressRule{
+		{To: []networkingv1.NetworkPolicyPeer{podPeer("app", "db")}, Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, 5432, 0)}},
+		{To: []networkingv1.NetworkPolicyPeer{blockPeer("0.0.0.0/0", "169.254.0.0/16")},
+			Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolUDP, 53, 0), port(corev1.ProtocolTCP, 53, 0)}},
+	}
+}
+
+func podPeer(key, value string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}}
+}
+
+func blockPeer(cidr string, except ...string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr, Except: except}}
+}
+
+// port is a numbered port, a range up to end when end is not 0.
+func port(proto corev1.Protocol, num, end int) networkingv1.NetworkPolicyPort {
+	p := networkingv1.NetworkPolicyPort{Protocol: &proto, Port: ptr(intstr.FromInt32(int32(num)))}
+	if end != 0 {
+		p.EndPort = ptr(int32(end))
+	}
+	return p
+}
+
+// editPort moves the port of the policy's first rule by 1000, or back.
+func editPort(p *networkingv1.NetworkPolicy) {
+	pp := p.Spec.Ingress[0].Ports[0].Port
+	if pp.IntVal < 9000 {
+		*pp = intstr.FromInt32(pp.IntVal + 1000)
+	} else {
+		*pp = intstr.FromInt32(pp.IntVal - 1000)
+	}
+}
+
+// firstSync checks that the first sync installed every attachment's table
+// with every rule.
+func firstSync(outs []qosagent.Outcome) error {
+	if len(outs) != polPods {
+		return fmt.Errorf("%d attachments synced, want %d", len(outs), polPods)
+	}
+	if err := qosagent.Errors(outs); err != nil {
+		return err
+	}
+	for _, o := range outs {
+		if !o.PolicyChanged || o.PolicyIgnored != nil {
+			return fmt.Errorf("attachment of %s: policy changed %v, rules left out: %v", o.Pod, o.PolicyChanged, o.PolicyIgnored)
+		}
+	}
+	return nil
+}
+
+// selectedBy maps each policy to the pods it selects, as the agent saw it.
+func selectedBy(outs []qosagent.Outcome) map[string][]types.NamespacedName {
+	m := map[string][]types.NamespacedName{}
+	for _, o := range outs {
+		for _, p := range o.Policies {
+			m[p] = append(m[p], o.Pod)
+		}
+	}
+	return m
+}
+
+// logSpread logs how many policies select a pod, at least and at most.
+func logSpread(b *testing.B, outs []qosagent.Outcome) {
+	least, most := polPolicies, 0
+	for _, o := range outs {
+		least, most = min(least, len(o.Policies)), max(most, len(o.Policies))
+	}
+	b.Logf("each pod selected by %d to %d of the %d policies", least, most, polPolicies)
+}
+
+// editSync checks that the sync after an edit of policy updated exactly
+// the pods it selects, and returns how many.
+func editSync(outs []qosagent.Outcome, policy string, selects map[string][]types.NamespacedName) (int, error) {
+	if err := qosagent.Errors(outs); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range outs {
+		if want := slices.Contains(selects[policy], o.Pod); o.PolicyChanged != want {
+			return 0, fmt.Errorf("edit of %s: attachment of %s: policy changed %v, want %v", policy, o.Pod, o.PolicyChanged, want)
+		}
+		if o.PolicyChanged {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// checkPolicies verifies every pod's policy table against the plan
+// netpolicy.Compile gives for the policies as last edited, and returns the
+// rules and set elements (interval ends included) of all the tables.
+func checkPolicies(b *testing.B, src *polSources, pods []*nstest.NS) (rules, elems int) {
+	offer, _ := src.Lookup("bench")
+	for i, pod := range pods {
+		t := netpolicy.Target{Namespace: polNamespace, Labels: src.labels[i], Network: offer.Network}
+		plan, _, err := netpolicy.Compile(src.pols, t, src)
+		if err != nil {
+			b.Fatalf("compile the policy of pod %d: %v", i, err)
+		}
+		c, err := nft.Open(pod.Fd(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := nft.CheckPolicy(c, "net1", &plan); err != nil {
+			b.Fatalf("pod %d: %v", i, err)
+		}
+		r, e, err := countPolicy(c)
+		if err != nil {
+			b.Fatalf("pod %d: %v", i, err)
+		}
+		rules, elems = rules+r, elems+e
+	}
+	return rules, elems
+}
+
+// countPolicy counts the rules and set elements of net1's policy table.
+func countPolicy(c *nftables.Conn) (rules, elems int, err error) {
+	t := &nftables.Table{Name: nft.PolicyTable("net1"), Family: nftables.TableFamilyINet}
+	chains, err := c.ListChainsOfTableFamily(t.Family)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, ch := range chains {
+		if ch.Table.Name != t.Name {
+			continue
+		}
+		rs, err := c.GetRules(t, ch)
+		if err != nil {
+			return 0, 0, err
+		}
+		rules += len(rs)
+	}
+	sets, err := c.GetSets(t)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range sets {
+		els, err := c.GetSetElements(s)
+		if err != nil {
+			return 0, 0, err
+		}
+		elems += len(els)
+	}
+	return rules, elems, nil
+}
+
+// heapMiB is the heap in use after a collection, in MiB: the agent's
+// state, and the benchmark's own objects (claims, pods, policies).
+func heapMiB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
+}
