@@ -46,12 +46,42 @@ func (d *DRA) Checkpoint() ([]*checkpoint.Claim, error) {
 	return out, nil
 }
 
-// Attachment finds the recorded attachment of a pod's interface.
+// Attachment finds the recorded attachment of a pod's interface on node 1.
 func (e *Env) Attachment(t testing.TB, pod types.UID, ifname string) checkpoint.Attachment {
 	t.Helper()
-	claims, err := e.Checkpoint()
+	return e.AttachmentOn(t, e.Nodes[0], pod, ifname)
+}
+
+// PodNetNS opens the network namespace of a pod's attachment, whichever
+// node it runs on, for the rest of the test, and returns a path of it that
+// setns accepts (/proc/self/fd/N). Another node's pod namespaces are
+// mounted in that node's mount namespace only: they are reached through
+// the root of a process there (the node's netclass-dra).
+func (e *Env) PodNetNS(t testing.TB, node bed.Node, pod types.UID, ifname string) string {
+	t.Helper()
+	path := e.AttachmentOn(t, node, pod, ifname).NetNS
+	if !node.Primary() {
+		path = fmt.Sprintf("/proc/%d/root%s", e.DRAOn(node.Name).PID(), path)
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("read netclass-dra's checkpoint: %v", err)
+		t.Fatalf("open the network namespace of pod %s on node %s: %v", pod, node.Name, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+}
+
+// AttachmentOn finds the recorded attachment of a pod's interface in the
+// checkpoint of the node's netclass-dra.
+func (e *Env) AttachmentOn(t testing.TB, node bed.Node, pod types.UID, ifname string) checkpoint.Attachment {
+	t.Helper()
+	d := e.DRAOn(node.Name)
+	if d == nil {
+		t.Fatalf("no netclass-dra on node %s", node.Name)
+	}
+	claims, err := d.Checkpoint()
+	if err != nil {
+		t.Fatalf("read the checkpoint of node %s's netclass-dra: %v", node.Name, err)
 	}
 	for _, c := range claims {
 		for _, d := range c.Devices {

@@ -1,0 +1,60 @@
+package harness
+
+import (
+	"net/netip"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// The truth table's probes see what the kernel lets through: every
+// protocol's probe is open between two namespaces, and closed once the
+// server's interface is isolated but for TCP 80, and the client's too.
+func TestProbesSeeWhatPasses(t *testing.T) {
+	client, server := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, client, "net1", "10.99.0.1/24", server, "net1", "10.99.0.2/24")
+	l := Listen(t, server.Path, []int{80, 8080}, []int{53})
+	addr := netip.MustParseAddr("10.99.0.2")
+	probes := []struct {
+		proto corev1.Protocol
+		port  int
+		// isolated: the verdict once only TCP 80 may come in
+		isolated bool
+	}{{corev1.ProtocolTCP, 80, true}, {corev1.ProtocolTCP, 8080, false}, {corev1.ProtocolUDP, 53, false}, {corev1.ProtocolSCTP, 7777, false}}
+	check := func(stage string, isolated bool) {
+		t.Helper()
+		for _, p := range probes {
+			want := !isolated || p.isolated
+			if open, err := Probe(client.Path, p.proto, addr, p.port, l); err != nil || open != want {
+				t.Errorf("%s: %s/%d open=%v (%v), want %v", stage, p.proto, p.port, open, err, want)
+			}
+		}
+	}
+	check("open", false)
+	plan := &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{Ports: []netpol.PortRange{{Proto: 6, From: 80, To: 80}}}}}}
+	server.Do(t, func() error {
+		c, err := nft.OpenCurrent()
+		if err != nil {
+			return err
+		}
+		_, err = nft.SyncPolicy(c, "net1", plan)
+		return err
+	})
+	check("isolated", true)
+	// the client's own output hook drops what is not TCP 80: its sends fail
+	// (EPERM), which is closed too
+	egress := &netpol.Plan{Egress: plan.Ingress}
+	client.Do(t, func() error {
+		c, err := nft.OpenCurrent()
+		if err != nil {
+			return err
+		}
+		_, err = nft.SyncPolicy(c, "net1", egress)
+		return err
+	})
+	check("isolated both ways", true)
+}
