@@ -76,13 +76,6 @@ type ClaimStatusData struct {
 	NetworkClass        string `json:"networkClass"`
 }
 
-// The opaque configuration's identity.
-const (
-	AttachmentConfigAPIVersion = "netclass.dev/v1alpha1"
-	AttachmentConfigKind       = "AttachmentConfig"
-)
-
-// AttachmentConfig is the opaque configuration of a claim request or
 // NetworkPolicy on netclass attachments (seed 002, KEP-5790).
 const (
 	// PolicyControllerLabel names the implementation a NetworkPolicy is for.
@@ -95,8 +88,21 @@ const (
 	// namespace/name of Networks. Without it the policy applies on every
 	// netclass network of the pods it selects.
 	AnnotationPolicyNetworks = DriverName + "/networks"
+	// ReasonPolicyNotEnforced: a rule of a policy could not be compiled for
+	// a pod it selects and is left out (what it allows stays closed);
+	// ReasonPolicyEnforceFailed: the pod's table could not be written. Both
+	// are Warning Events on the NetworkPolicy.
+	ReasonPolicyNotEnforced   = "NotEnforced"
+	ReasonPolicyEnforceFailed = "EnforceFailed"
 )
 
+// The opaque configuration's identity.
+const (
+	AttachmentConfigAPIVersion = "netclass.dev/v1alpha1"
+	AttachmentConfigKind       = "AttachmentConfig"
+)
+
+// AttachmentConfig is the opaque configuration of a claim request or
 // DeviceClass for driver DriverName. Every field but apiVersion and kind is
 // optional.
 type AttachmentConfig struct {

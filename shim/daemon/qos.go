@@ -17,6 +17,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/peers"
+	"github.com/netclass-dev/netclass/shim/policyevents"
 	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/shim/qosstatus"
 )
@@ -49,11 +50,16 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		},
 		Kernel: podpolicy.Sync,
 	}
+	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events,
+		Policy: func(ns, name string) (*networkingv1.NetworkPolicy, error) {
+			return netpols.Lister().NetworkPolicies(ns).Get(name)
+		}}
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
 	agent.Observe = func(ctx context.Context, outs []qosagent.Outcome) {
 		if err := status.Write(ctx, outs); err != nil {
 			klog.FromContext(ctx).Error(err, "Writing the node's NetworkQoS status failed")
 		}
+		polEvents.Observe(outs)
 	}
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { agent.Trigger() },

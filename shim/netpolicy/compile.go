@@ -40,6 +40,36 @@ type Target struct {
 	Network network.Network
 }
 
+// RuleError is a part of a policy left out of a plan (which only narrows
+// what the plan allows).
+type RuleError struct {
+	Namespace, Name string
+	// Path is the part: podSelector, ingress[i], egress[i].
+	Path string
+	Err  error
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("NetworkPolicy %s/%s %s: %v", e.Namespace, e.Name, e.Path, e.Err)
+}
+
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// RuleErrors lists the RuleErrors of Compile's error.
+func RuleErrors(err error) []*RuleError {
+	switch e := err.(type) {
+	case *RuleError:
+		return []*RuleError{e}
+	case interface{ Unwrap() []error }:
+		var out []*RuleError
+		for _, inner := range e.Unwrap() {
+			out = append(out, RuleErrors(inner)...)
+		}
+		return out
+	}
+	return nil
+}
+
 // Enforced reports whether a NetworkPolicy is netclass's: labelled with
 // netclass's name as its policy controller.
 func Enforced(p *networkingv1.NetworkPolicy) bool {
@@ -90,7 +120,7 @@ func selects(p *networkingv1.NetworkPolicy, t Target) (bool, error) {
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
 	if err != nil {
-		return false, fmt.Errorf("NetworkPolicy %s/%s: podSelector: %w", p.Namespace, p.Name, err)
+		return false, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: "podSelector", Err: err}
 	}
 	return sel.Matches(labels.Set(t.Labels)), nil
 }
@@ -132,14 +162,14 @@ func addRule(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, fr
 	allow := netpol.Allow{}
 	var err error
 	if allow.Ports, err = portRanges(ports, t, ingress); err != nil {
-		return fmt.Errorf("NetworkPolicy %s/%s %s: %w", p.Namespace, p.Name, path, err)
+		return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err}
 	}
 	if len(ports) > 0 && len(allow.Ports) == 0 {
 		return nil // only named ports the pod does not have
 	}
 	if len(from) > 0 {
 		if allow.V4, allow.V6, err = peerRanges(p, from, t, peers); err != nil {
-			return fmt.Errorf("NetworkPolicy %s/%s %s: %w", p.Namespace, p.Name, path, err)
+			return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err}
 		}
 		if v4, v6 := allow.Families(); !v4 && !v6 {
 			return nil // no peer has an address on the network

@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,5 +202,27 @@ func TestCompile(t *testing.T) {
 				t.Errorf("selected %v, want %v", selected, tc.selected)
 			}
 		})
+	}
+}
+
+// Each part left out is a RuleError naming its policy and path.
+func TestRuleErrors(t *testing.T) {
+	bad := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "bad",
+		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
+		Spec: networkingv1.NetworkPolicySpec{
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{}, {From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "nonsense"}}}}},
+			Egress:  []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("http"))}}}},
+		}}
+	_, _, err := Compile([]*networkingv1.NetworkPolicy{bad}, Target{Namespace: "t1"}, nil)
+	var got []string
+	for _, re := range RuleErrors(err) {
+		got = append(got, re.Namespace+"/"+re.Name+" "+re.Path)
+	}
+	if want := []string{"t1/bad ingress[1]", "t1/bad egress[0]"}; !slices.Equal(got, want) {
+		t.Errorf("rule errors %v, want %v (from %v)", got, want, err)
+	}
+	if RuleErrors(nil) != nil {
+		t.Error("RuleErrors(nil) is not empty")
 	}
 }

@@ -104,10 +104,12 @@ type Outcome struct {
 	Ignored error
 	// Policies names the NetworkPolicies that select the attachment;
 	// PolicyChanged says its policy table was updated, PolicyIgnored what
-	// policy rules were left out (which only narrows what is allowed).
+	// policy rules were left out (which only narrows what is allowed:
+	// netpolicy.RuleErrors), PolicyErr why the table could not be written.
 	Policies      []string
 	PolicyChanged bool
 	PolicyIgnored error
+	PolicyErr     error
 	// Err: the attachment's rules could not be brought to the plan.
 	Err error
 }
@@ -466,6 +468,7 @@ func (a *Agent) record(p pending, qr, pr Result) Outcome {
 	if p.policy != nil {
 		if pr.Err != nil {
 			delete(a.appliedPol, p.key)
+			p.out.PolicyErr = pr.Err
 			p.out.Err = errors.Join(p.out.Err, fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, pr.Err))
 		} else {
 			a.appliedPol[p.key] = p.policy

@@ -12,9 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/e2e/policyeval"
 	"github.com/netclass-dev/netclass/test/testbed"
@@ -62,6 +64,7 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 				return len(wrong) == 0, strings.Join(wrong, "; "), nil
 			})
 	}
+	unenforceable(t, e, b)
 	slices.Sort(effects)
 	t.Logf("effect of %d policy changes on running pods: median %v, max %v", len(effects),
 		effects[len(effects)/2].Round(time.Millisecond), effects[len(effects)-1].Round(time.Millisecond))
@@ -141,4 +144,34 @@ func truthScenarios(b *polBed) []polScenario {
 			np(bb, "all", nil, bothWays, from(peer(sel("team", "a"), nil)), to(peer(sel("team", "a"), nil))))},
 		{"no policy again", nil},
 	}
+}
+
+// unenforceable: a rule netclass cannot compile (a named port in an egress
+// rule) is left out, so what it allows stays closed, and the policy gets
+// a Warning Event naming the pod and its node.
+func unenforceable(t *testing.T, e *harness.Env, b *polBed) {
+	t.Helper()
+	client, web := b.pods[1], b.pods[0]
+	b.apply(t, e, pols(np(b.nsA, "named-egress", map[string]string{"app": "client"}, egressOnly,
+		to(peer(nil, sel("app", "web")), port(corev1.ProtocolTCP, intstr.FromString("http"), nil)))))
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "a NotEnforced Event on the policy",
+		func(ctx context.Context) (bool, string, error) {
+			evs, err := e.Kube.CoreV1().Events(b.nsA).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=named-egress"})
+			if err != nil {
+				return false, "", err
+			}
+			var seen []string
+			for _, ev := range evs.Items {
+				seen = append(seen, ev.Reason+": "+ev.Message)
+				if ev.Type == corev1.EventTypeWarning && ev.Reason == contract.ReasonPolicyNotEnforced &&
+					strings.Contains(ev.Message, client.String()) && strings.Contains(ev.Message, client.node.Name) {
+					return true, "", nil
+				}
+			}
+			return false, strings.Join(seen, "; "), nil
+		})
+	p := polProbe{src: client, dst: web, proto: corev1.ProtocolTCP, port: 8080}
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 100*time.Millisecond, p.String()+" closed", func(context.Context) (bool, string, error) {
+		return !p.run(t), "", nil
+	})
 }

@@ -1,0 +1,71 @@
+// Package policyevents tells the owners of NetworkPolicies what
+// netclass-dra could not enforce of them on its node: Warning Events on
+// the policy (ReasonPolicyNotEnforced for a rule left out of a pod's plan,
+// ReasonPolicyEnforceFailed for a pod whose table could not be written),
+// each once while it lasts.
+package policyevents
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/shim/netpolicy"
+	"github.com/netclass-dev/netclass/shim/qosagent"
+)
+
+// Recorder turns the agent's outcomes into Events. Use one per node
+// daemon; Observe is not safe for concurrent calls (the agent makes none).
+type Recorder struct {
+	Node   string
+	Events record.EventRecorder
+	// Policy returns a policy by namespace and name (the informer's cache).
+	Policy func(namespace, name string) (*networkingv1.NetworkPolicy, error)
+
+	reported map[Event]bool // what the last outcomes reported
+}
+
+// Event is one Event: its policy, reason and message.
+type Event struct {
+	Namespace, Name, Reason, Message string
+}
+
+// Observe emits an Event for every problem of the outcomes that the
+// previous outcomes did not have.
+func (r *Recorder) Observe(outs []qosagent.Outcome) {
+	now := map[Event]bool{}
+	for _, ev := range Problems(r.Node, outs) {
+		now[ev] = true
+		if r.reported[ev] {
+			continue
+		}
+		p, err := r.Policy(ev.Namespace, ev.Name)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		r.Events.Event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
+	}
+	r.reported = now
+}
+
+// Problems lists the Events the outcomes call for.
+func Problems(node string, outs []qosagent.Outcome) []Event {
+	var out []Event
+	for _, o := range outs {
+		where := fmt.Sprintf("pod %s interface %s on network %s (node %s)", o.Pod, o.IfName, o.Network.String(), node)
+		for _, re := range netpolicy.RuleErrors(o.PolicyIgnored) {
+			out = append(out, Event{re.Namespace, re.Name, contract.ReasonPolicyNotEnforced,
+				fmt.Sprintf("%s: %s not enforced, what it allows stays closed: %v", where, re.Path, re.Err)})
+		}
+		if o.PolicyErr != nil {
+			for _, name := range o.Policies {
+				out = append(out, Event{o.Pod.Namespace, name, contract.ReasonPolicyEnforceFailed,
+					fmt.Sprintf("%s: rules not written: %v", where, o.PolicyErr)})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package policyevents
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/netpolicy"
+	"github.com/netclass-dev/netclass/shim/qosagent"
+)
+
+var blue = attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}
+
+func outcome(pod string, ignored, failed error, policies ...string) qosagent.Outcome {
+	return qosagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Network: blue,
+		Policies: policies, PolicyIgnored: ignored, PolicyErr: failed}
+}
+
+func TestProblems(t *testing.T) {
+	left := errors.Join(&netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New(`named port "http"`)},
+		&netpolicy.RuleError{Namespace: "t1", Name: "b", Path: "ingress[2]", Err: errors.New("bad")})
+	got := Problems("n1", []qosagent.Outcome{
+		outcome("ok", nil, nil, "a"),
+		outcome("p", left, nil, "a", "b"),
+		outcome("q", nil, errors.New("netns gone"), "a", "c"),
+	})
+	var short []string
+	for _, ev := range got {
+		short = append(short, fmt.Sprintf("%s/%s %s", ev.Namespace, ev.Name, ev.Reason))
+		if !strings.Contains(ev.Message, "node n1") || !strings.Contains(ev.Message, "pod t1/") {
+			t.Errorf("message %q does not name the pod and node", ev.Message)
+		}
+	}
+	want := []string{"t1/a NotEnforced", "t1/b NotEnforced", "t1/a EnforceFailed", "t1/c EnforceFailed"}
+	if !slices.Equal(short, want) {
+		t.Errorf("events %v, want %v", short, want)
+	}
+}
+
+// A problem is reported once while it lasts, and again when it returns.
+func TestObserveReportsOnce(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	r := &Recorder{Node: "n1", Events: rec, Policy: func(ns, name string) (*networkingv1.NetworkPolicy, error) {
+		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
+	}}
+	bad := outcome("p", &netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New("x")}, nil, "a")
+	for _, outs := range [][]qosagent.Outcome{{bad}, {bad}, {outcome("p", nil, nil, "a")}, {bad}} {
+		r.Observe(outs)
+	}
+	if n := len(rec.Events); n != 2 {
+		t.Errorf("%d events, want 2 (the problem, then its return)", n)
+	}
+	for range len(rec.Events) {
+		if ev := <-rec.Events; !strings.HasPrefix(ev, "Warning NotEnforced pod t1/p interface net1") {
+			t.Errorf("event %q", ev)
+		}
+	}
+}
