@@ -28,13 +28,13 @@ import (
 // pod's labels, a namespace's labels, a claim (peer addresses), a pod
 // attached.
 func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *qosagent.Agent {
+	resolver := peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, 10*time.Second)
+	}}
 	agent := qosagent.New(d.runtime, d.publisher,
 		qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		nodePods{d.podFac.Core().V1().Pods().Lister()},
-		peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(ctx, 10*time.Second)
-		}},
-		qosport.SyncInterfaces)
+		resolver, qosport.SyncInterfaces)
 	lister := d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()
 	status := &qosstatus.Writer{
 		Node:    d.cfg.NodeName,
@@ -49,6 +49,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 			return netpols.Lister().NetworkPolicies(ns).List(labels.Everything())
 		},
 		Kernel: podpolicy.Sync,
+		Peers:  resolver,
 	}
 	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events,
 		Policy: func(ns, name string) (*networkingv1.NetworkPolicy, error) {

@@ -5,7 +5,8 @@
 // selected pod is isolated in the policy's directions and allowed the union
 // of the rules of every policy selecting it; peers given by pod and
 // namespace selectors are the selected pods' addresses on the same network;
-// ipBlocks with except; ports by number, range (endPort) or name. It is
+// ipBlocks with except; ports by number, range (endPort) or name (the
+// destination pod's: the target's for ingress, each peer's for egress). It is
 // pure but for the peer resolution it is handed.
 package netpolicy
 
@@ -28,8 +29,14 @@ import (
 	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/network"
-	"github.com/netclass-dev/netclass/shim/render"
+	"github.com/netclass-dev/netclass/shim/peers"
 )
+
+// Peers resolves a rule's pod and namespace selectors to the selected
+// pods' endpoints on the network (shim/peers.Resolver).
+type Peers interface {
+	Endpoints(namespace string, to ncv1.Destination, net network.Network) ([]peers.Endpoint, error)
+}
 
 // Target is the attachment a policy may select: its pod and its network.
 type Target struct {
@@ -80,7 +87,7 @@ func Enforced(p *networkingv1.NetworkPolicy) bool {
 // that select it. Policies that are not netclass's are ignored as if they
 // did not exist. A rule that cannot be compiled is left out, which can
 // only narrow what is allowed, and reported in the error.
-func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers render.Peers) (netpol.Plan, []string, error) {
+func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers Peers) (netpol.Plan, []string, error) {
 	sorted := slices.Clone(pols)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	var plan netpol.Plan
@@ -154,21 +161,41 @@ func directions(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
 		slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
 }
 
-// addRule appends one rule's allow to the direction; a rule that allows
-// nothing (its peers resolve to no address, its named ports to no port)
-// adds nothing.
-func addRule(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, from []networkingv1.NetworkPolicyPeer,
-	ports []networkingv1.NetworkPolicyPort, t Target, peers render.Peers, ingress bool) error {
+// addRule appends one rule's allows to the direction. In an egress rule a
+// named port is the destination pod's: those ports get an allow per
+// destination endpoint (addNamedEgress), the others one for all peers.
+func addRule(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, peers []networkingv1.NetworkPolicyPeer,
+	ports []networkingv1.NetworkPolicyPort, t Target, res Peers, ingress bool) error {
+	if ingress {
+		return addAllow(d, p, path, peers, ports, t.Ports, t, res)
+	}
+	numbered, named := splitNamed(ports)
+	var errs []error
+	if len(numbered) > 0 || len(named) == 0 {
+		errs = append(errs, addAllow(d, p, path, peers, numbered, nil, t, res))
+	}
+	if len(named) > 0 {
+		errs = append(errs, addNamedEgress(d, p, path, peers, named, t, res))
+	}
+	return errors.Join(errs...)
+}
+
+// addAllow appends the allow of the peers on the ports, named ports
+// resolving against owned (the target's own container ports, for ingress);
+// one that allows nothing (its peers resolve to no address, its named
+// ports to no port) adds nothing.
+func addAllow(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, peers []networkingv1.NetworkPolicyPeer,
+	ports []networkingv1.NetworkPolicyPort, owned []corev1.ContainerPort, t Target, res Peers) error {
 	allow := netpol.Allow{}
 	var err error
-	if allow.Ports, err = portRanges(ports, t, ingress); err != nil {
+	if allow.Ports, err = portRanges(ports, owned); err != nil {
 		return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err}
 	}
 	if len(ports) > 0 && len(allow.Ports) == 0 {
 		return nil // only named ports the pod does not have
 	}
-	if len(from) > 0 {
-		if allow.V4, allow.V6, err = peerRanges(p, from, t, peers); err != nil {
+	if len(peers) > 0 {
+		if allow.V4, allow.V6, err = peerRanges(p, peers, t, res); err != nil {
 			return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err}
 		}
 		if v4, v6 := allow.Families(); !v4 && !v6 {
@@ -179,10 +206,58 @@ func addRule(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, fr
 	return nil
 }
 
+// addNamedEgress allows each destination endpoint the named ports its own
+// pods have. No peers means every pod on the network; an ipBlock peer has
+// no pod to name a port and is left out.
+func addNamedEgress(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, peers []networkingv1.NetworkPolicyPeer,
+	named []networkingv1.NetworkPolicyPort, t Target, res Peers) error {
+	if len(peers) == 0 {
+		peers = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+	}
+	var errs []error
+	for i, peer := range peers {
+		if peer.IPBlock != nil {
+			errs = append(errs, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path,
+				Err: fmt.Errorf("peer %d: a named port to an ipBlock (its addresses have no pod to name the port) is not supported", i)})
+			continue
+		}
+		eps, err := res.Endpoints(p.Namespace, ncv1.Destination{PodSelector: peer.PodSelector, NamespaceSelector: peer.NamespaceSelector}, t.Network)
+		if err != nil {
+			errs = append(errs, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: fmt.Errorf("peer %d: %w", i, err)})
+			continue
+		}
+		for _, ep := range eps {
+			ports, err := portRanges(named, ep.Ports)
+			if err != nil {
+				errs = append(errs, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err})
+				break
+			}
+			if len(ports) > 0 {
+				v4, v6 := addrRanges(ep.Addrs)
+				d.Allow = append(d.Allow, netpol.Allow{V4: v4, V6: v6, Ports: ports})
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// splitNamed parts ports into those given by number (or none) and those
+// given by name.
+func splitNamed(ports []networkingv1.NetworkPolicyPort) (numbered, named []networkingv1.NetworkPolicyPort) {
+	for _, p := range ports {
+		if p.Port != nil && p.Port.Type == intstr.String {
+			named = append(named, p)
+		} else {
+			numbered = append(numbered, p)
+		}
+	}
+	return numbered, named
+}
+
 // peerRanges resolves the peers to address ranges on the target's network.
-func peerRanges(p *networkingv1.NetworkPolicy, from []networkingv1.NetworkPolicyPeer, t Target, peers render.Peers) (v4, v6 []qos.Range, err error) {
+func peerRanges(p *networkingv1.NetworkPolicy, peers []networkingv1.NetworkPolicyPeer, t Target, res Peers) (v4, v6 []qos.Range, err error) {
 	var blocks []qos.Peer
-	for i, peer := range from {
+	for i, peer := range peers {
 		if b := peer.IPBlock; b != nil {
 			if err := validBlock(b); err != nil {
 				return nil, nil, fmt.Errorf("peer %d: ipBlock: %w", i, err)
@@ -190,12 +265,12 @@ func peerRanges(p *networkingv1.NetworkPolicy, from []networkingv1.NetworkPolicy
 			blocks = append(blocks, qos.Peer{IPBlock: &qos.IPBlock{CIDR: b.CIDR, Except: b.Except}})
 			continue
 		}
-		addrs, err := peers.Addresses(p.Namespace, ncv1.Destination{PodSelector: peer.PodSelector, NamespaceSelector: peer.NamespaceSelector}, t.Network)
+		eps, err := res.Endpoints(p.Namespace, ncv1.Destination{PodSelector: peer.PodSelector, NamespaceSelector: peer.NamespaceSelector}, t.Network)
 		if err != nil {
 			return nil, nil, fmt.Errorf("peer %d: %w", i, err)
 		}
-		for _, a := range addrs {
-			blocks = append(blocks, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
+		for _, ep := range eps {
+			blocks = append(blocks, hostBlocks(ep.Addrs)...)
 		}
 	}
 	if len(blocks) == 0 {
@@ -203,6 +278,23 @@ func peerRanges(p *networkingv1.NetworkPolicy, from []networkingv1.NetworkPolicy
 	}
 	v4, v6 = qos.Destinations(blocks)
 	return v4, v6, nil
+}
+
+// addrRanges is the ranges of a few addresses, per family (empty, never
+// nil, for a family without any: nil would be every address).
+func addrRanges(addrs []netip.Addr) (v4, v6 []qos.Range) {
+	if len(addrs) == 0 {
+		return []qos.Range{}, []qos.Range{}
+	}
+	return qos.Destinations(hostBlocks(addrs))
+}
+
+func hostBlocks(addrs []netip.Addr) []qos.Peer {
+	out := make([]qos.Peer, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
+	}
+	return out
 }
 
 // validBlock checks what qos.Destinations needs (the API server validates
@@ -225,9 +317,8 @@ func validBlock(b *networkingv1.IPBlock) error {
 }
 
 // portRanges compiles the ports of a rule; a named port resolves against
-// the target pod's container ports (ingress, where the target is the
-// destination).
-func portRanges(ports []networkingv1.NetworkPolicyPort, t Target, ingress bool) ([]netpol.PortRange, error) {
+// the container ports of the destination pod (owned).
+func portRanges(ports []networkingv1.NetworkPolicyPort, owned []corev1.ContainerPort) ([]netpol.PortRange, error) {
 	var out []netpol.PortRange
 	for i, p := range ports {
 		proto := corev1.ProtocolTCP
@@ -242,10 +333,7 @@ func portRanges(ports []networkingv1.NetworkPolicyPort, t Target, ingress bool) 
 		case p.Port == nil:
 			out = append(out, netpol.PortRange{Proto: num})
 		case p.Port.Type == intstr.String:
-			if !ingress {
-				return nil, fmt.Errorf("ports[%d]: named port %q in an egress rule is not supported yet", i, p.Port.StrVal)
-			}
-			for _, cp := range t.Ports {
+			for _, cp := range owned {
 				if cp.Name == p.Port.StrVal && orTCP(cp.Protocol) == proto {
 					out = append(out, netpol.PortRange{Proto: num, From: uint16(cp.ContainerPort), To: uint16(cp.ContainerPort)})
 				}

@@ -19,25 +19,26 @@ import (
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/peers"
 )
 
 var blue = network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}}
 
-// peersByLabel resolves a pod selector app=X to the address listed for X.
+// peersByLabel resolves a pod selector app=X to the address listed for X;
+// each pod names its TCP port 8000+<last byte of its address> "http".
 type peersByLabel map[string]string
 
-func (p peersByLabel) Addresses(_ string, to ncv1.Destination, _ network.Network) ([]netip.Addr, error) {
-	if to.PodSelector == nil {
-		var all []netip.Addr
-		for _, a := range p {
-			all = append(all, netip.MustParseAddr(a))
+func (p peersByLabel) Endpoints(_ string, to ncv1.Destination, _ network.Network) ([]peers.Endpoint, error) {
+	var out []peers.Endpoint
+	for app, a := range p {
+		if to.PodSelector == nil || to.PodSelector.MatchLabels["app"] == app {
+			addr := netip.MustParseAddr(a)
+			out = append(out, peers.Endpoint{Addrs: []netip.Addr{addr},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000 + int32(addr.As4()[3])}}})
 		}
-		return all, nil
 	}
-	if a, ok := p[to.PodSelector.MatchLabels["app"]]; ok {
-		return []netip.Addr{netip.MustParseAddr(a)}, nil
-	}
-	return nil, nil
+	slices.SortFunc(out, func(a, b peers.Endpoint) int { return a.Addrs[0].Compare(b.Addrs[0]) })
+	return out, nil
 }
 
 func policy(name string, mutate func(*networkingv1.NetworkPolicy)) *networkingv1.NetworkPolicy {
@@ -66,7 +67,7 @@ func host(a string) []qos.Range {
 func TestCompile(t *testing.T) {
 	target := Target{Namespace: "t1", Labels: map[string]string{"app": "server"}, Network: blue,
 		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}}}
-	peers := peersByLabel{"client": "10.0.0.2", "other": "10.0.0.3"}
+	res := peersByLabel{"client": "10.0.0.2", "other": "10.0.0.3"}
 	none := []qos.Range{}
 	tests := []struct {
 		name     string
@@ -172,13 +173,30 @@ func TestCompile(t *testing.T) {
 			want: netpol.Plan{Ingress: netpol.Direction{Isolated: true}}, selected: []string{"blue"},
 		},
 		{
-			name: "an egress named port is reported and left out",
+			name: "an egress named port is each destination pod's own",
 			pols: []*networkingv1.NetworkPolicy{policy("out", func(p *networkingv1.NetworkPolicy) {
 				p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
-				p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil)}}}
+				p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{
+					tcp(intstr.FromString("http"), nil), tcp(intstr.FromInt32(22), nil)}}}
 			})},
-			want: netpol.Plan{Egress: netpol.Direction{Isolated: true}}, selected: []string{"out"},
-			err: "NetworkPolicy t1/out egress[0]: ports[0]: named port \"http\" in an egress rule is not supported yet",
+			want: netpol.Plan{Egress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{
+				{Ports: []netpol.PortRange{{Proto: 6, From: 22, To: 22}}},
+				{V4: host("10.0.0.2"), V6: none, Ports: []netpol.PortRange{{Proto: 6, From: 8002, To: 8002}}},
+				{V4: host("10.0.0.3"), V6: none, Ports: []netpol.PortRange{{Proto: 6, From: 8003, To: 8003}}},
+			}}}, selected: []string{"out"},
+		},
+		{
+			name: "an egress named port to an ipBlock is reported and left out",
+			pols: []*networkingv1.NetworkPolicy{policy("out", func(p *networkingv1.NetworkPolicy) {
+				p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+				p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
+					To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}}, {PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}}},
+					Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil)}}}
+			})},
+			want: netpol.Plan{Egress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{
+				{V4: host("10.0.0.3"), V6: none, Ports: []netpol.PortRange{{Proto: 6, From: 8003, To: 8003}}},
+			}}}, selected: []string{"out"},
+			err: "NetworkPolicy t1/out egress[0]: peer 0: a named port to an ipBlock",
 		},
 		{
 			name: "a bad ipBlock is reported, never a panic",
@@ -191,7 +209,7 @@ func TestCompile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, selected, err := Compile(tc.pols, target, peers)
+			plan, selected, err := Compile(tc.pols, target, res)
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("error %v, want %q", err, tc.err)
 			}
@@ -211,8 +229,9 @@ func TestRuleErrors(t *testing.T) {
 		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
 		Spec: networkingv1.NetworkPolicySpec{
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{}, {From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "nonsense"}}}}},
-			Egress:  []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("http"))}}}},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{}, {From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "nonsense"}}}}},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("http"))}}}},
 		}}
 	_, _, err := Compile([]*networkingv1.NetworkPolicy{bad}, Target{Namespace: "t1"}, nil)
 	var got []string

@@ -40,15 +40,22 @@ func NewListers(f informers.SharedInformerFactory) (Listers, error) {
 	}, nil
 }
 
-// metadataOnly keeps what resolution reads of a pod.
+// metadataOnly keeps what resolution reads of a pod: its metadata and its
+// containers' ports.
 func metadataOnly(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil // a tombstone
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion,
-	}}, nil
+	}}
+	for _, c := range p.Spec.Containers { // named ports of NetworkPolicy egress rules
+		if len(c.Ports) > 0 {
+			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+		}
+	}
+	return out, nil
 }
 
 var _ cache.TransformFunc = metadataOnly

@@ -42,6 +42,29 @@ type Resolver struct {
 // (podSelector in the NetworkQoS's namespace, or in the namespaces
 // namespaceSelector selects).
 func (r Resolver) Addresses(namespace string, to ncv1.Destination, net network.Network) ([]netip.Addr, error) {
+	eps, err := r.Endpoints(namespace, to, net)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, ep := range eps {
+		out = append(out, ep.Addrs...)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(out), nil
+}
+
+// Endpoint is what one claim of selected pods has on the network: its
+// addresses, and the container ports of the selected pods it serves (a
+// named port in a NetworkPolicy egress rule is the destination pod's).
+type Endpoint struct {
+	Addrs []netip.Addr
+	Ports []corev1.ContainerPort
+}
+
+// Endpoints returns the endpoints on net of the pods the destination
+// selects, claim by claim, as Addresses does.
+func (r Resolver) Endpoints(namespace string, to ncv1.Destination, net network.Network) ([]Endpoint, error) {
 	ctx, cancel := r.Context()
 	defer cancel()
 	namespaces, err := r.namespaces(ctx, namespace, to.NamespaceSelector)
@@ -54,16 +77,15 @@ func (r Resolver) Addresses(namespace string, to ncv1.Destination, net network.N
 			return nil, fmt.Errorf("podSelector: %w", err)
 		}
 	}
-	var out []netip.Addr
+	var out []Endpoint
 	for _, ns := range namespaces {
-		addrs, err := r.inNamespace(ctx, ns, podSel, net.Ref)
+		eps, err := r.inNamespace(ctx, ns, podSel, net.Ref)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, addrs...)
+		out = append(out, eps...)
 	}
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	return slices.Compact(out), nil
+	return out, nil
 }
 
 func (r Resolver) namespaces(ctx context.Context, own string, sel *metav1.LabelSelector) ([]string, error) {
@@ -85,7 +107,7 @@ func (r Resolver) namespaces(ctx context.Context, own string, sel *metav1.LabelS
 	return out, nil
 }
 
-func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Selector, ref attachment.NetworkRef) ([]netip.Addr, error) {
+func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Selector, ref attachment.NetworkRef) ([]Endpoint, error) {
 	pods, err := r.API.Pods(ctx, ns, podSel)
 	if err != nil {
 		return nil, fmt.Errorf("list pods of namespace %s: %w", ns, err)
@@ -93,30 +115,31 @@ func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Sele
 	if len(pods) == 0 {
 		return nil, nil
 	}
-	selected := make(map[types.UID]bool, len(pods))
-	for _, p := range pods {
-		selected[p.UID] = true
+	selected := make(map[types.UID]*corev1.Pod, len(pods))
+	for i := range pods {
+		selected[pods[i].UID] = &pods[i]
 	}
 	claims, err := r.API.Claims(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("list ResourceClaims of namespace %s: %w", ns, err)
 	}
-	var out []netip.Addr
+	var out []Endpoint
 	for _, c := range claims {
-		if reservedFor(c, selected) {
-			out = append(out, AddressesOn(c, ref)...)
+		var ports []corev1.ContainerPort
+		served := false
+		for _, res := range c.Status.ReservedFor {
+			if p := selected[res.UID]; p != nil && res.Resource == "pods" && res.APIGroup == "" {
+				served = true
+				for _, ct := range p.Spec.Containers {
+					ports = append(ports, ct.Ports...)
+				}
+			}
+		}
+		if addrs := AddressesOn(c, ref); served && len(addrs) > 0 {
+			out = append(out, Endpoint{Addrs: addrs, Ports: ports})
 		}
 	}
 	return out, nil
-}
-
-func reservedFor(c resourceapi.ResourceClaim, pods map[types.UID]bool) bool {
-	for _, r := range c.Status.ReservedFor {
-		if r.Resource == "pods" && r.APIGroup == "" && pods[r.UID] {
-			return true
-		}
-	}
-	return false
 }
 
 // AddressesOn returns the addresses a claim's netclass.dev status entries

@@ -77,6 +77,8 @@ type NetPolicies struct {
 	List func(namespace string) ([]*networkingv1.NetworkPolicy, error)
 	// Kernel brings interfaces' policy tables to their plans.
 	Kernel func([]podpolicy.Interface) []podpolicy.Result
+	// Peers resolves the rules' selectors to the peers' endpoints.
+	Peers netpolicy.Peers
 }
 
 // Item is one attachment's interface and the plan it is to hold.
@@ -306,7 +308,7 @@ func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, out *Outcome) *
 	for _, c := range pod.Spec.Containers {
 		ports = append(ports, c.Ports...)
 	}
-	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, a.peers)
+	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, a.NetPol.Peers)
 	out.Policies, out.PolicyIgnored = selected, ignored
 	return &plan
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
@@ -88,6 +89,16 @@ func (s *polSources) Addresses(ns string, to ncv1.Destination, _ network.Network
 	return out, nil
 }
 
+// Endpoints is Addresses pod by pod (the pods name no ports).
+func (s *polSources) Endpoints(ns string, to ncv1.Destination, net network.Network) ([]peers.Endpoint, error) {
+	addrs, err := s.Addresses(ns, to, net)
+	out := make([]peers.Endpoint, len(addrs))
+	for i, a := range addrs {
+		out[i] = peers.Endpoint{Addrs: []netip.Addr{a}}
+	}
+	return out, err
+}
+
 func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
 	if ns != polNamespace {
 		return nil, nil
@@ -112,7 +123,7 @@ func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
 func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	src, pods := polNode(b)
 	agent := qosagent.New(src, src, src, src, src, noQoS)
-	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: podpolicy.Sync}
+	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: podpolicy.Sync, Peers: src}
 	ctx := context.Background()
 	outs := agent.Sync(ctx) // the tables the pods start with
 	if err := firstSync(outs); err != nil {

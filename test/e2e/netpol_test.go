@@ -65,6 +65,7 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 			})
 	}
 	unenforceable(t, e, b)
+	fromTheFirstPacket(t, e, b)
 	slices.Sort(effects)
 	t.Logf("effect of %d policy changes on running pods: median %v, max %v", len(effects),
 		effects[len(effects)/2].Round(time.Millisecond), effects[len(effects)-1].Round(time.Millisecond))
@@ -136,6 +137,9 @@ func truthScenarios(b *polBed) []polScenario {
 			port(corev1.ProtocolSCTP, intstr.FromInt32(7777), nil))))},
 		{"egress to a podSelector on a port", pols(np(a, "client-out", onClient, egressOnly, to(peer(nil, sel("app", "web")),
 			port(corev1.ProtocolTCP, intstr.FromInt32(8080), nil))))},
+		{"egress to a named port: each destination's own", pols(np(a, "client-out", onClient, egressOnly,
+			to(peer(sel("team", "b"), nil), port(corev1.ProtocolTCP, intstr.FromString("http"), nil)),
+			to(peer(nil, sel("app", "web")), port(corev1.ProtocolTCP, intstr.FromString("http"), nil))))},
 		{"the union of two policies", pols(
 			np(a, "web", onWeb, fromOn(peer(nil, sel("app", "client")), port(corev1.ProtocolTCP, intstr.FromInt32(80), nil))),
 			np(a, "web-b", onWeb, fromOn(peer(sel("team", "b"), nil), port(corev1.ProtocolUDP, intstr.FromInt32(53), nil))))},
@@ -146,14 +150,14 @@ func truthScenarios(b *polBed) []polScenario {
 	}
 }
 
-// unenforceable: a rule netclass cannot compile (a named port in an egress
-// rule) is left out, so what it allows stays closed, and the policy gets
-// a Warning Event naming the pod and its node.
+// unenforceable: a rule netclass cannot compile (a named port to an
+// ipBlock: no pod to name it) is left out, so what it allows stays closed,
+// and the policy gets a Warning Event naming the pod and its node.
 func unenforceable(t *testing.T, e *harness.Env, b *polBed) {
 	t.Helper()
 	client, web := b.pods[1], b.pods[0]
 	b.apply(t, e, pols(np(b.nsA, "named-egress", map[string]string{"app": "client"}, egressOnly,
-		to(peer(nil, sel("app", "web")), port(corev1.ProtocolTCP, intstr.FromString("http"), nil)))))
+		to(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: b.subnet}}, port(corev1.ProtocolTCP, intstr.FromString("http"), nil)))))
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "a NotEnforced Event on the policy",
 		func(ctx context.Context) (bool, string, error) {
 			evs, err := e.Kube.CoreV1().Events(b.nsA).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=named-egress"})
@@ -174,4 +178,38 @@ func unenforceable(t *testing.T, e *harness.Env, b *polBed) {
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 100*time.Millisecond, p.String()+" closed", func(context.Context) (bool, string, error) {
 		return !p.run(t), "", nil
 	})
+}
+
+// fromTheFirstPacket: a pod a policy isolates is closed from its first
+// packet. The new pod's container connects to the web server over net1 as
+// the first thing it does and records the answer; the egress-deny policy
+// was there before the pod, so netclass-dra installs it right after the
+// pod's ADD, before the container starts (not at the agent's next sync,
+// 0.25 s or more later).
+func fromTheFirstPacket(t *testing.T, e *harness.Env, b *polBed) {
+	t.Helper()
+	web := b.pods[0]
+	b.apply(t, e, pols(np(b.nsA, "late-deny", map[string]string{"app": "late"}, egressOnly)))
+	late := harness.PodOn(web.node.Name, b.nsA, "late", "net")
+	late.Labels = map[string]string{"app": "late"}
+	late.Spec.Containers[0].Command = []string{"sh", "-c", fmt.Sprintf(
+		"if nc -w 2 %s 80 </dev/null; then echo open; else echo closed; fi >/tmp/first; exec sleep 3600", web.eval.Addr)}
+	e.RunPods(t, late)
+	var first string
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's first connection answered or not",
+		func(ctx context.Context) (bool, string, error) {
+			out, stderr, err := testbed.Exec(ctx, e.Rest, b.nsA, "late", "main", "cat", "/tmp/first")
+			first = strings.TrimSpace(out)
+			return err == nil && first != "", stderr, nil
+		})
+	if first != "closed" {
+		t.Errorf("the first connection of a pod whose egress a policy denies was %s", first)
+	}
+	// the same connection once the policy is gone: open (the probe works)
+	b.apply(t, e, nil)
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's connection open without the policy",
+		func(ctx context.Context) (bool, string, error) {
+			out, stderr, err := testbed.Exec(ctx, e.Rest, b.nsA, "late", "main", "nc", "-w", "2", web.eval.Addr.String(), "80")
+			return err == nil, out + stderr, nil
+		})
 }

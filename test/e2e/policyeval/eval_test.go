@@ -86,6 +86,14 @@ func TestAllowed(t *testing.T) {
 		{"scoped to this network", []*networkingv1.NetworkPolicy{policy("a", nil, func(p *networkingv1.NetworkPolicy) {
 			p.Annotations = map[string]string{contract.AnnotationPolicyNetworks: "other, net"}
 		})}, ca, web, tcp, 80, false},
+		{"egress named port: the destination's", []*networkingv1.NetworkPolicy{policy("a", map[string]string{"app": "client"}, func(p *networkingv1.NetworkPolicy) {
+			p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("http"))}}}}
+		})}, ca, web, tcp, 8080, true},
+		{"egress named port: a destination without it", []*networkingv1.NetworkPolicy{policy("a", map[string]string{"app": "client"}, func(p *networkingv1.NetworkPolicy) {
+			p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("http"))}}}}
+		})}, ca, cb, tcp, 8080, false},
 		{"union", []*networkingv1.NetworkPolicy{
 			policy("a", nil, onPorts(networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt32(80))})),
 			policy("a", nil, from(networkingv1.NetworkPolicyPeer{NamespaceSelector: sel("team", "b")}))}, cb, web, tcp, 9005, true},
