@@ -5,6 +5,7 @@ package podpolicy
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
@@ -23,13 +24,32 @@ type Result struct {
 	Err     error
 }
 
+// workers bounds the pods synced at once: a pod's sync mostly waits on
+// the kernel (its table's dump, its transaction's commit), so several in
+// parallel finish an edit selecting many pods sooner (make bench, 100 pods:
+// 4 workers took p50 from 0.76 s to 0.32 s, 8 to 0.26 s).
+const workers = 8
+
 // Sync brings each interface's policy table to its plan; results are in
 // the order of ifs.
 func Sync(ifs []Interface) []Result {
 	out := make([]Result, len(ifs))
-	for i, f := range ifs {
-		out[i].Changed, out[i].Err = syncOne(f)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(ifs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i].Changed, out[i].Err = syncOne(ifs[i])
+			}
+		}()
 	}
+	for i := range ifs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return out
 }
 

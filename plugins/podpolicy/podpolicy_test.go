@@ -1,0 +1,52 @@
+package podpolicy
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// Sync brings every interface to its own plan, the pods in parallel, and
+// reports each in the order given: a second Sync of the same plans changes
+// nothing, a pod whose namespace is gone fails alone.
+func TestSyncManyPods(t *testing.T) {
+	var ifs []Interface
+	for i := range 12 {
+		pod, peer := nstest.New(t), nstest.New(t)
+		nstest.Veth(t, pod, "net1", fmt.Sprintf("10.98.%d.1/24", i), peer, "p", "")
+		plan := &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{
+			{Ports: []netpol.PortRange{{Proto: 6, From: uint16(1000 + i), To: uint16(1000 + i)}}}}}}
+		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "net1", Plan: plan})
+	}
+	ifs = append(ifs, Interface{PodNS: "/var/run/netns/nct-gone", IfName: "net1", Plan: ifs[0].Plan})
+	for round, wantChanged := range []bool{true, false} {
+		res := Sync(ifs)
+		for i, r := range res[:len(ifs)-1] {
+			if r.Err != nil || r.Changed != wantChanged {
+				t.Errorf("round %d, pod %d: changed=%v err=%v, want changed=%v", round, i, r.Changed, r.Err, wantChanged)
+			}
+		}
+		if res[len(ifs)-1].Err == nil {
+			t.Errorf("round %d: a pod without a namespace synced", round)
+		}
+	}
+	for i, f := range ifs[:len(ifs)-1] {
+		pod, err := netns.Open(f.PodNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := nft.Open(int(pod.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nft.CheckPolicy(c, "net1", f.Plan); err != nil {
+			t.Errorf("pod %d holds another plan: %v", i, err)
+		}
+		c.CloseLasting()
+		pod.Close()
+	}
+}
