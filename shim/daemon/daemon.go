@@ -286,6 +286,11 @@ func (d *Daemon) plugins(ctx context.Context) {
 func (d *Daemon) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	eps := endpoints(d.cfg.HealthAddress, d.cfg.MetricsAddress, d.registered, d.runtime.Responsive, d.registry)
+	for _, e := range eps {
+		if e.addr == d.cfg.HealthAddress { // loopback by default: names of pods and policies
+			e.mux.Handle("GET /debug/attachments", attachmentsHandler(d.qos.Outcomes))
+		}
+	}
 	listeners, err := listen(eps)
 	if err != nil {
 		return err

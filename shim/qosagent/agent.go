@@ -144,6 +144,15 @@ type Agent struct {
 	mu         sync.Mutex
 	applied    map[string]*qos.Plan    // attachment key -> the QoS plan it holds
 	appliedPol map[string]*netpol.Plan // attachment key -> the policy plan it holds
+	last       []Outcome               // the last sync's
+}
+
+// Outcomes returns what the last sync did, attachment by attachment (what
+// applies to each: its NetworkQoS objects and NetworkPolicies).
+func (a *Agent) Outcomes() []Outcome {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.last)
 }
 
 // New returns an agent over its sources.
@@ -241,6 +250,9 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
 	})
 	a.report(ctx, outs)
+	a.mu.Lock()
+	a.last = outs
+	a.mu.Unlock()
 	return outs
 }
 

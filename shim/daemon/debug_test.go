@@ -1,0 +1,35 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/qosagent"
+)
+
+// /debug/attachments shows what applies to each attachment, versioned.
+func TestAttachmentsHandler(t *testing.T) {
+	outs := []qosagent.Outcome{{Pod: types.NamespacedName{Namespace: "t1", Name: "web"}, IfName: "net1",
+		Network: attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}, Selected: []string{"gold"},
+		Policies: []string{"deny", "web"}, PolicyIgnored: errors.New("NetworkPolicy t1/web egress[0]: x")}}
+	rec := httptest.NewRecorder()
+	attachmentsHandler(func() []qosagent.Outcome { return outs }).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/attachments", nil))
+	var doc attachmentsDoc
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	if doc.Version != AttachmentsVersion || len(doc.Attachments) != 1 {
+		t.Fatalf("document %+v", doc)
+	}
+	a := doc.Attachments[0]
+	if a.Pod != "t1/web" || a.Interface != "net1" || !slices.Equal(a.NetworkPolicies, []string{"deny", "web"}) ||
+		!slices.Equal(a.NetworkQoS, []string{"gold"}) || a.NotEnforced == "" || a.Error != "" || a.Network == "" {
+		t.Errorf("attachment %+v", a)
+	}
+}
