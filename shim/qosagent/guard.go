@@ -17,7 +17,8 @@ import (
 // holding the claim (nri.Plugin.Secure), so a pod a policy selects is never
 // open on the network, not even until the agent's next sync. pod is the
 // pod as the API has it now. A plan that isolates nothing costs no kernel
-// access: the interface is new, in a new namespace, and has no table.
+// access here; it is not recorded either, so the next sync checks that no
+// table is there (an ADD redone after a crash reuses the namespace).
 func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev *checkpoint.Device, at checkpoint.Attachment) error {
 	if a.NetPol == nil {
 		return nil
@@ -35,14 +36,15 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 		klog.FromContext(ctx).Info("Some NetworkPolicy rules are not enforced (what they allow stays closed)",
 			"pod", klog.KObj(pod), "network", dev.Network.String(), "reason", out.PolicyIgnored.Error())
 	}
-	if !plan.IsZero() {
-		res := a.NetPol.Kernel([]podpolicy.Interface{{PodNS: at.NetNS, IfName: at.IfName, Plan: plan}})
-		if err := res[0].Err; err != nil {
-			return fmt.Errorf("NetworkPolicies %v: %w", out.Policies, err)
-		}
-		klog.FromContext(ctx).V(2).Info("NetworkPolicy installed before the pod starts", "pod", klog.KObj(pod),
-			"interface", at.IfName, "network", dev.Network.String(), "networkPolicies", out.Policies)
+	if plan.IsZero() {
+		return nil
 	}
+	res := a.NetPol.Kernel([]podpolicy.Interface{{PodNS: at.NetNS, IfName: at.IfName, Plan: plan}})
+	if err := res[0].Err; err != nil {
+		return fmt.Errorf("NetworkPolicies %v: %w", out.Policies, err)
+	}
+	klog.FromContext(ctx).V(2).Info("NetworkPolicy installed before the pod starts", "pod", klog.KObj(pod),
+		"interface", at.IfName, "network", dev.Network.String(), "networkPolicies", out.Policies)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.appliedPol[attachmentKey(claim, at)] = plan

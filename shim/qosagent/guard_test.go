@@ -47,8 +47,11 @@ func TestGuardIsolatesBeforeThePodStarts(t *testing.T) {
 	}
 	clear(k)
 	f.agent.Sync(ctx)
-	if len(k) != 0 {
-		t.Errorf("the sync after Guard synced %v again", k)
+	if _, ok := k["/ns/a/net1"]; ok {
+		t.Error("the sync after Guard synced pod a's table again")
+	}
+	if p, ok := k["/ns/b/net1"]; !ok || !p.IsZero() {
+		t.Errorf("the sync after Guard did not check that pod b has no table (%+v)", p)
 	}
 	kernel = func(items []podpolicy.Interface) []podpolicy.Result {
 		return []podpolicy.Result{{Err: errors.New("netns gone")}}
