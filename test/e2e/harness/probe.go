@@ -228,12 +228,20 @@ func probeSCTP(addr netip.Addr, port int, server *Listeners) (bool, error) {
 	rand.Read(tagBytes[:])
 	tag := binary.BigEndian.Uint32(tagBytes[:]) | 1
 	to := &unix.SockaddrInet4{Addr: addr.As4()}
-	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
-	defer cancel()
-	if err := unix.Sendto(fd, sctpInit(uint16(40000+tag%20000), uint16(port), tag), 0, to); err != nil {
-		return dropped(fmt.Errorf("send SCTP INIT: %w", err))
+	pkt := sctpInit(uint16(40000+tag%20000), uint16(port), tag)
+	deadline := time.Now().Add(ProbeTimeout)
+	for time.Now().Before(deadline) { // a packet may be lost: send again, as SCTP would
+		if err := unix.Sendto(fd, pkt, 0, to); err != nil {
+			return dropped(fmt.Errorf("send SCTP INIT: %w", err))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(ProbeTimeout/4, time.Until(deadline)))
+		seen := server.waitInit(ctx, tag)
+		cancel()
+		if seen {
+			return true, nil
+		}
 	}
-	return server.waitInit(ctx, tag), nil
+	return false, nil
 }
 
 // dropped: a datagram the client's own output hook drops fails its send

@@ -3,6 +3,7 @@ package harness
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -32,6 +33,14 @@ func TestProbesSeeWhatPasses(t *testing.T) {
 			if open, err := Probe(client.Path, p.proto, addr, p.port, l); err != nil || open != want {
 				t.Errorf("%s: %s/%d open=%v (%v), want %v", stage, p.proto, p.port, open, err, want)
 			}
+		}
+	}
+	// the new link's first SYN may go before it carries (a busy machine):
+	// wait until the path answers, then check
+	deadline := time.Now().Add(10 * time.Second)
+	for open, err := Probe(client.Path, corev1.ProtocolTCP, addr, 80, l); !open; open, err = Probe(client.Path, corev1.ProtocolTCP, addr, 80, l) {
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the path between the namespaces never answered (%v)", err)
 		}
 	}
 	check("open", false)
