@@ -106,6 +106,7 @@ type Daemon struct {
 	qos             *qosagent.Agent
 	events          record.EventBroadcaster
 	metrics         *metrics.DRA
+	agentMetrics    *metrics.Agent
 	registry        *prometheus.Registry
 	// registered is closed once the kubelet registered the plugin and NRI connected.
 	registered chan struct{}
@@ -158,6 +159,9 @@ func (d *Daemon) newMetrics(setAside int) error {
 	m, err := metrics.NewDRA(d.registry)
 	if err == nil {
 		err = d.registry.Register(metrics.NewCheckpoint(d.store))
+	}
+	if err == nil {
+		d.agentMetrics, err = metrics.NewAgent(d.registry)
 	}
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)

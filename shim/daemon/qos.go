@@ -56,6 +56,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 			return netpols.Lister().NetworkPolicies(ns).Get(name)
 		}}
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
+	agent.Timed = d.agentMetrics.ObserveSync
 	agent.Observe = func(ctx context.Context, outs []qosagent.Outcome) {
 		if err := status.Write(ctx, outs); err != nil {
 			klog.FromContext(ctx).Error(err, "Writing the node's NetworkQoS status failed")

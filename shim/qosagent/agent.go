@@ -127,8 +127,10 @@ type Agent struct {
 	pods     Pods
 	peers    render.Peers
 	kernel   Kernel
-	// Observe, when set, receives the outcomes of every sync.
+	// Observe, when set, receives the outcomes of every sync; Timed, when
+	// set, its duration too (metrics).
 	Observe func(context.Context, []Outcome)
+	Timed   func(time.Duration, []Outcome)
 	// Resync is the period of syncs without a trigger (0: 5 minutes).
 	Resync time.Duration
 	// NetPol, when set, adds NetworkPolicy enforcement.
@@ -236,6 +238,7 @@ func failed(outs []Outcome) bool {
 // transaction for the node's ports), holding their claims' locks, each
 // checked against its claim's current record first.
 func (a *Agent) Sync(ctx context.Context) []Outcome {
+	start := time.Now()
 	var outs []Outcome
 	var todo []pending
 	seen := map[string]bool{}
@@ -253,6 +256,9 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	a.mu.Lock()
 	a.last = outs
 	a.mu.Unlock()
+	if a.Timed != nil {
+		a.Timed(time.Since(start), outs)
+	}
 	return outs
 }
 
