@@ -207,13 +207,16 @@ func addAllow(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, p
 }
 
 // addNamedEgress allows each destination endpoint the named ports its own
-// pods have. No peers means every pod on the network; an ipBlock peer has
-// no pod to name a port and is left out.
+// pods have, one allow per set of ports (the pods of one workload name a
+// port alike: one allow for all of them, however many there are). No
+// peers means every pod on the network; an ipBlock peer has no pod to
+// name a port and is left out.
 func addNamedEgress(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, peers []networkingv1.NetworkPolicyPeer,
 	named []networkingv1.NetworkPolicyPort, t Target, res Peers) error {
 	if len(peers) == 0 {
 		peers = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
 	}
+	var groups []namedGroup
 	var errs []error
 	for i, peer := range peers {
 		if peer.IPBlock != nil {
@@ -233,12 +236,31 @@ func addNamedEgress(d *netpol.Direction, p *networkingv1.NetworkPolicy, path str
 				break
 			}
 			if len(ports) > 0 {
-				v4, v6 := addrRanges(ep.Addrs)
-				d.Allow = append(d.Allow, netpol.Allow{V4: v4, V6: v6, Ports: ports})
+				groups = addToGroup(groups, ports, ep.Addrs)
 			}
 		}
 	}
+	for _, g := range groups {
+		v4, v6 := addrRanges(g.addrs)
+		d.Allow = append(d.Allow, netpol.Allow{V4: v4, V6: v6, Ports: g.ports})
+	}
 	return errors.Join(errs...)
+}
+
+// namedGroup is the destinations whose named ports resolved alike.
+type namedGroup struct {
+	ports []netpol.PortRange
+	addrs []netip.Addr
+}
+
+func addToGroup(groups []namedGroup, ports []netpol.PortRange, addrs []netip.Addr) []namedGroup {
+	for i := range groups {
+		if slices.Equal(groups[i].ports, ports) {
+			groups[i].addrs = append(groups[i].addrs, addrs...)
+			return groups
+		}
+	}
+	return append(groups, namedGroup{ports: ports, addrs: slices.Clone(addrs)})
 }
 
 // splitNamed parts ports into those given by number (or none) and those

@@ -245,3 +245,36 @@ func TestRuleErrors(t *testing.T) {
 		t.Error("RuleErrors(nil) is not empty")
 	}
 }
+
+// endpoints is a fixed answer of Peers.
+type endpoints []peers.Endpoint
+
+func (e endpoints) Endpoints(string, ncv1.Destination, network.Network) ([]peers.Endpoint, error) { return e, nil }
+
+// Destinations whose named port resolves alike share one allow: a
+// workload of many pods costs one rule, not one per pod.
+func TestNamedEgressGroupsDestinations(t *testing.T) {
+	http := func(port int32) []corev1.ContainerPort { return []corev1.ContainerPort{{Name: "http", ContainerPort: port}} }
+	res := endpoints{
+		{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, Ports: http(8080)},
+		{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.4")}, Ports: http(9090)},
+		{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.3")}, Ports: http(8080)},
+		{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.5")}}, // names no port: no allow
+	}
+	out := policy("out", func(p *networkingv1.NetworkPolicy) {
+		p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+		p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil)}}}
+	})
+	plan, _, err := Compile([]*networkingv1.NetworkPolicy{out}, Target{Namespace: "t1", Labels: map[string]string{"app": "server"}, Network: blue}, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := []qos.Range{}
+	want := []netpol.Allow{
+		{V4: []qos.Range{{From: netip.MustParseAddr("10.0.0.2"), To: netip.MustParseAddr("10.0.0.3")}}, V6: none, Ports: []netpol.PortRange{{Proto: 6, From: 8080, To: 8080}}},
+		{V4: host("10.0.0.4"), V6: none, Ports: []netpol.PortRange{{Proto: 6, From: 9090, To: 9090}}},
+	}
+	if !reflect.DeepEqual(plan.Egress.Allow, want) {
+		t.Errorf("allows\n%+v\nwant\n%+v", plan.Egress.Allow, want)
+	}
+}
