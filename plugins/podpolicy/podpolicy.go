@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/nftables"
+
 	"github.com/netclass-dev/netclass/conf/netpol"
-	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 )
 
@@ -53,18 +54,11 @@ func Sync(ifs []Interface) []Result {
 	return out
 }
 
-func syncOne(f Interface) (bool, error) {
-	pod, err := netns.Open(f.PodNS)
-	if err != nil {
-		return false, err
-	}
-	defer pod.Close()
-	c, err := nft.Open(int(pod.Fd()))
-	if err != nil {
-		return false, err
-	}
-	defer c.CloseLasting()
-	changed, err := nft.SyncPolicy(c, f.IfName, f.Plan)
+func syncOne(f Interface) (changed bool, err error) {
+	err = nft.InNamespace(f.PodNS, func(c *nftables.Conn) error {
+		changed, err = nft.SyncPolicy(c, f.IfName, f.Plan)
+		return err
+	})
 	if err != nil {
 		return changed, fmt.Errorf("policy of %q: %w", f.IfName, err)
 	}

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/nftables"
+
 	"github.com/netclass-dev/netclass/conf/netpol"
-	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
@@ -35,18 +36,9 @@ func TestSyncManyPods(t *testing.T) {
 		}
 	}
 	for i, f := range ifs[:len(ifs)-1] {
-		pod, err := netns.Open(f.PodNS)
+		err := nft.InNamespace(f.PodNS, func(c *nftables.Conn) error { return nft.CheckPolicy(c, "net1", f.Plan) })
 		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := nft.Open(int(pod.Fd()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := nft.CheckPolicy(c, "net1", f.Plan); err != nil {
 			t.Errorf("pod %d holds another plan: %v", i, err)
 		}
-		c.CloseLasting()
-		pod.Close()
 	}
 }

@@ -20,7 +20,7 @@ func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	// Rules first: a kernel without the egress hook fails here, before
 	// anything else is made.
 	if plan.NeedsRules() {
-		if err := inPodNFT(a.PodNS, func(c *nftables.Conn) error { return nft.ApplyPodQoS(c, a.IfName, plan) }); err != nil {
+		if err := nft.InNamespace(a.PodNS, func(c *nftables.Conn) error { return nft.ApplyPodQoS(c, a.IfName, plan) }); err != nil {
 			return fmt.Errorf("mark and meter %q: %w", a.IfName, err)
 		}
 	}
@@ -61,7 +61,7 @@ func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 // namespace that is gone took them with it.
 func removePodRules(a Attachment) error {
 	err := errors.Join(
-		inPodNFT(a.PodNS, func(c *nftables.Conn) error { return nft.DeletePodQoS(c, a.IfName) }),
+		nft.InNamespace(a.PodNS, func(c *nftables.Conn) error { return nft.DeletePodQoS(c, a.IfName) }),
 		netns.Do(a.PodNS, func() error { return link.DeleteIFB(IFBName(a.IfName)) }),
 	)
 	if errors.Is(err, netns.ErrNotFound) {
@@ -73,7 +73,7 @@ func removePodRules(a Attachment) error {
 // checkNoPodRules verifies the pod holds no netclass table for the
 // interface (the rules of a bridged veth are on its host end).
 func checkNoPodRules(a Attachment) error {
-	return inPodNFT(a.PodNS, func(c *nftables.Conn) error {
+	return nft.InNamespace(a.PodNS, func(c *nftables.Conn) error {
 		found, err := nft.HasAnyPodQoS(c, a.IfName)
 		if err == nil && found {
 			err = fmt.Errorf("the pod holds nftables table %s for %q: its rules belong on the host end", nft.PodQoSTable(a.IfName), a.IfName)
@@ -128,7 +128,7 @@ func checkPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	if !plan.NeedsRules() {
 		return nil
 	}
-	return inPodNFT(a.PodNS, func(c *nftables.Conn) error { return nft.CheckPodQoS(c, a.IfName, plan) })
+	return nft.InNamespace(a.PodNS, func(c *nftables.Conn) error { return nft.CheckPodQoS(c, a.IfName, plan) })
 }
 
 func checkPodIFB(a Attachment, l netlink.Link, plan *qos.Plan) error {
@@ -143,19 +143,4 @@ func checkPodIFB(a Attachment, l netlink.Link, plan *qos.Plan) error {
 		return fmt.Errorf("ingress shaping: %w", err)
 	}
 	return nil
-}
-
-// inPodNFT runs fn with an nftables connection to the pod's namespace.
-func inPodNFT(podNS string, fn func(*nftables.Conn) error) error {
-	pod, err := netns.Open(podNS)
-	if err != nil {
-		return err
-	}
-	defer pod.Close()
-	c, err := nft.Open(int(pod.Fd()))
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
-	return fn(c)
 }

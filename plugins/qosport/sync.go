@@ -15,7 +15,7 @@ import (
 // in the pod's namespace) to the plan in place.
 func syncPod(a Attachment, plan *qos.Plan) (bool, error) {
 	var changed bool
-	err := inPodNFT(a.PodNS, func(c *nftables.Conn) error {
+	err := nft.InNamespace(a.PodNS, func(c *nftables.Conn) error {
 		var err error
 		changed, err = nft.SyncPodQoS(c, a.IfName, plan)
 		return err

@@ -63,7 +63,7 @@ func TestSyncInterfaces(t *testing.T) {
 
 func podHasRules(podNS string) (bool, error) {
 	var has bool
-	err := inPodNFT(podNS, func(c *nftables.Conn) error {
+	err := nft.InNamespace(podNS, func(c *nftables.Conn) error {
 		var err error
 		has, err = nft.HasPodQoS(c, "net1")
 		return err

@@ -375,14 +375,14 @@ func checkPolicies(b *testing.B, src *polSources, pods []*nstest.NS) (rules, ele
 		if err != nil {
 			b.Fatalf("compile the policy of pod %d: %v", i, err)
 		}
-		c, err := nft.Open(pod.Fd(b))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := nft.CheckPolicy(c, "net1", &plan); err != nil {
-			b.Fatalf("pod %d: %v", i, err)
-		}
-		r, e, err := countPolicy(c)
+		var r, e int
+		err = nft.InNamespace(pod.Path, func(c *nftables.Conn) error {
+			if err := nft.CheckPolicy(c, "net1", &plan); err != nil {
+				return err
+			}
+			r, e, err = countPolicy(c)
+			return err
+		})
 		if err != nil {
 			b.Fatalf("pod %d: %v", i, err)
 		}

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
@@ -176,17 +177,8 @@ func policyMatches(ctx context.Context, e *harness.Env, c *checkpoint.Claim, net
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", c.Namespace, name, err)
 	}
-	h, err := netns.Open(at.NetNS)
+	err = nft.InNamespace(at.NetNS, func(conn *nftables.Conn) error { return nft.CheckPolicy(conn, at.IfName, &plan) })
 	if err != nil {
-		return err
-	}
-	defer h.Close()
-	conn, err := nft.Open(int(h.Fd()))
-	if err != nil {
-		return err
-	}
-	defer conn.CloseLasting()
-	if err := nft.CheckPolicy(conn, at.IfName, &plan); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", c.Namespace, name, err)
 	}
 	return nil

@@ -37,19 +37,37 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 )
 
-// Open returns a connection to nftables in the namespace behind fd. It
+// openIn returns a connection to nftables in the namespace behind fd. It
 // keeps one socket for all its requests (a sync reads a table with a
 // request per chain and set: a socket each, made in the namespace with its
 // buffers, cost most of a pod's sync); the caller closes it with
 // CloseLasting.
-func Open(nsFd int) (*nftables.Conn, error) {
+func openIn(nsFd int) (*nftables.Conn, error) {
 	c, err := nftables.New(nftables.WithNetNSFd(nsFd), nftables.WithSockOptions(bigBuffers), nftables.AsLasting())
 	if err != nil {
 		return nil, fmt.Errorf("open nftables: %w", err)
 	}
 	return c, nil
+}
+
+// InNamespace runs fn with a connection to nftables in the network
+// namespace at path (a pod's), closed when fn returns.
+func InNamespace(path string, fn func(*nftables.Conn) error) error {
+	target, err := netns.Open(path)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	c, err := openIn(int(target.Fd()))
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	return fn(c)
 }
 
 // OpenCurrent returns a connection to nftables in the calling process's own

@@ -32,10 +32,11 @@ func samplePlan() *qos.Plan {
 
 func conn(t *testing.T, n *nstest.NS) *nftables.Conn {
 	t.Helper()
-	c, err := Open(n.Fd(t))
+	c, err := openIn(n.Fd(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.CloseLasting() })
 	return c
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/nftables"
+
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
@@ -133,11 +135,7 @@ func TestConcurrentPortsShareOneBase(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := Open(n.Fd(t))
-			if err == nil {
-				err = ApplyPortQoS(c, h, samplePlan())
-			}
-			errs[i] = err
+			errs[i] = InNamespace(n.Path, func(c *nftables.Conn) error { return ApplyPortQoS(c, h, samplePlan()) })
 		}()
 	}
 	wg.Wait()

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
@@ -45,25 +47,23 @@ func TestProbesSeeWhatPasses(t *testing.T) {
 	}
 	check("open", false)
 	plan := &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{Ports: []netpol.PortRange{{Proto: 6, From: 80, To: 80}}}}}}
-	server.Do(t, func() error {
-		c, err := nft.OpenCurrent()
-		if err != nil {
-			return err
-		}
-		_, err = nft.SyncPolicy(c, "net1", plan)
-		return err
-	})
+	isolate(t, server, plan)
 	check("isolated", true)
 	// the client's own output hook drops what is not TCP 80: its sends fail
 	// (EPERM), which is closed too
 	egress := &netpol.Plan{Egress: plan.Ingress}
-	client.Do(t, func() error {
-		c, err := nft.OpenCurrent()
-		if err != nil {
-			return err
-		}
-		_, err = nft.SyncPolicy(c, "net1", egress)
+	isolate(t, client, egress)
+	check("isolated both ways", true)
+}
+
+// isolate gives the namespace's net1 the policy plan.
+func isolate(t *testing.T, n *nstest.NS, plan *netpol.Plan) {
+	t.Helper()
+	err := nft.InNamespace(n.Path, func(c *nftables.Conn) error {
+		_, err := nft.SyncPolicy(c, "net1", plan)
 		return err
 	})
-	check("isolated both ways", true)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
