@@ -282,6 +282,14 @@ func TestRunFailureRollsBack(t *testing.T) {
 	}
 	h.timing(t)
 	h.plugin.Wait()
+	rolledBack(t, h)
+}
+
+// rolledBack checks a sandbox of pod p whose second attachment (claim c1's
+// red, net2) failed: both were taken back, and the failure is on the pod
+// and in the claim's status.
+func rolledBack(t *testing.T, h *harness) {
+	t.Helper()
 	want := []string{"ADD blue sb1 net1", "ADD red sb1 net2", "DEL red sb1 net2", "DEL blue sb1 net1"}
 	if got := h.cni.Calls(); !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)
@@ -464,12 +472,5 @@ func TestSecureFailureFailsTheSandbox(t *testing.T) {
 	if want := []string{"blue net1 " + h.netns, "red net2 " + h.netns}; !slices.Equal(secured, want) {
 		t.Errorf("secured %v, want %v", secured, want)
 	}
-	want := []string{"ADD blue sb1 net1", "ADD red sb1 net2", "DEL red sb1 net2", "DEL blue sb1 net1"}
-	if got := h.cni.Calls(); !slices.Equal(got, want) {
-		t.Fatalf("calls %v, want %v", got, want)
-	}
-	c, _ := h.store.Get("c1")
-	if len(c.Devices[0].Attachments)+len(c.Devices[1].Attachments) != 0 {
-		t.Fatalf("attachments left after rollback: %+v", c.Devices)
-	}
+	rolledBack(t, h)
 }
