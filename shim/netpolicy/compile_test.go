@@ -249,12 +249,16 @@ func TestRuleErrors(t *testing.T) {
 // endpoints is a fixed answer of Peers.
 type endpoints []peers.Endpoint
 
-func (e endpoints) Endpoints(string, ncv1.Destination, network.Network) ([]peers.Endpoint, error) { return e, nil }
+func (e endpoints) Endpoints(string, ncv1.Destination, network.Network) ([]peers.Endpoint, error) {
+	return e, nil
+}
 
 // Destinations whose named port resolves alike share one allow: a
 // workload of many pods costs one rule, not one per pod.
 func TestNamedEgressGroupsDestinations(t *testing.T) {
-	http := func(port int32) []corev1.ContainerPort { return []corev1.ContainerPort{{Name: "http", ContainerPort: port}} }
+	http := func(port int32) []corev1.ContainerPort {
+		return []corev1.ContainerPort{{Name: "http", ContainerPort: port}}
+	}
 	res := endpoints{
 		{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, Ports: http(8080)},
 		{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.4")}, Ports: http(9090)},
