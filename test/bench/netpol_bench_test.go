@@ -22,7 +22,6 @@ import (
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
-	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/peers"
@@ -175,19 +174,11 @@ func polNode(b *testing.B) (*polSources, []*nstest.NS) {
 	src := &polSources{benchSources: &benchSources{}, byUID: map[types.UID]int{}}
 	var pods []*nstest.NS
 	for i := range polPods {
-		pod := nstest.New(b)
-		hostIf := fmt.Sprintf("ncp%03d", i)
-		nstest.Veth(b, pod, "net1", "", host, hostIf, "")
-		host.Bridge(b, "ncbench", hostIf)
-		uid := types.UID(fmt.Sprintf("pod-%d", i))
-		src.claims = append(src.claims, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: polNamespace, Name: string(uid),
-			Pods: []checkpoint.Pod{{UID: uid, Namespace: polNamespace, Name: string(uid)}},
-			Devices: []checkpoint.Device{{Device: "bench", Pool: "node", Network: benchNet,
-				Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached}}}},
-		})
-		src.byUID[uid] = i
+		pod, claim := benchPod(b, host, i, polNamespace, nil)
+		src.claims = append(src.claims, claim)
+		src.byUID[claim.Pods[0].UID] = i
 		src.labels = append(src.labels, map[string]string{"app": polApps[i%3], "tier": polTiers[i%5]})
-		src.addrs = append(src.addrs, netip.AddrFrom4([4]byte{10, 77, byte(i / 250), byte(1 + i%250)}))
+		src.addrs = append(src.addrs, benchAddr(i))
 		pods = append(pods, pod)
 	}
 	for k := range polPolicies {

@@ -62,6 +62,27 @@ func (s *benchSources) Addresses(string, ncv1.Destination, network.Network) ([]n
 
 func ptr[T any](v T) *T { return &v }
 
+// benchPod makes the i-th pod of a benchmark node: its namespace, whose
+// net1 is a veth with its host end a port of host's bridge ncbench, and
+// its claim in namespace ns, attached, the device's QoS as given.
+func benchPod(b *testing.B, host *nstest.NS, i int, ns string, devQoS *checkpoint.DeviceQoS) (*nstest.NS, *checkpoint.Claim) {
+	pod := nstest.New(b)
+	hostIf := fmt.Sprintf("ncb%03d", i)
+	nstest.Veth(b, pod, "net1", "", host, hostIf, "")
+	host.Bridge(b, "ncbench", hostIf)
+	uid := types.UID(fmt.Sprintf("pod-%d", i))
+	return pod, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: ns, Name: string(uid),
+		Pods: []checkpoint.Pod{{UID: uid, Namespace: ns, Name: string(uid)}},
+		Devices: []checkpoint.Device{{Device: "bench", Pool: "node", Network: benchNet, QoS: devQoS,
+			Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached}}}},
+	}
+}
+
+// benchAddr is the i-th pod's address.
+func benchAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 77, byte(i / 250), byte(1 + i%250)})
+}
+
 // BenchmarkQoSEdit100Attachments measures netclass-dra's QoS agent on a
 // node with 100 running attachments (veths whose host ends are ports of a
 // bridge, in a host namespace of the benchmark's) when one NetworkQoS that
@@ -76,17 +97,9 @@ func BenchmarkQoSEdit100Attachments(b *testing.B) {
 	src := &benchSources{dscp: 18}
 	host.Bridge(b, "ncbench")
 	for i := range qosAttachments {
-		pod := nstest.New(b)
-		hostIf := fmt.Sprintf("ncb%03d", i)
-		nstest.Veth(b, pod, "net1", "", host, hostIf, "")
-		host.Bridge(b, "ncbench", hostIf)
-		uid := types.UID(fmt.Sprintf("pod-%d", i))
-		src.claims = append(src.claims, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: "bench", Name: string(uid),
-			Pods: []checkpoint.Pod{{UID: uid, Namespace: "bench", Name: string(uid)}},
-			Devices: []checkpoint.Device{{Device: "bench", Pool: "node", Network: benchNet, QoS: &checkpoint.DeviceQoS{},
-				Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached}}}},
-		})
-		src.peers = append(src.peers, netip.AddrFrom4([4]byte{10, 77, byte(i / 250), byte(1 + i%250)}))
+		_, claim := benchPod(b, host, i, "bench", &checkpoint.DeviceQoS{})
+		src.claims = append(src.claims, claim)
+		src.peers = append(src.peers, benchAddr(i))
 	}
 	agent := qosagent.New(src, src, src, src, src, qosport.SyncInterfaces)
 	ctx := context.Background()
