@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
-	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -56,17 +54,7 @@ func TestNetworkPolicySurvivesSIGKILL(t *testing.T) {
 		return !got[0] && !got[1], fmt.Sprint(got), nil
 	})
 	stop := watchClosed(t, closed)
-	for i := 1; i < 8; i++ {
-		step(i)
-	}
-	kill(t, d)
-	for i := 8; i < 16; i++ {
-		step(i)
-	}
-	restart(t, d)
-	for i := 16; i < 24; i++ {
-		step(i)
-	}
+	stormAcrossKill(t, d, 1, 8, step)
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "node 1's policy tables equal what the objects say",
 		func(context.Context) (bool, string, error) {
 			err := policiesMatchObjects(testbed.Context(t, time.Minute), e, b)
@@ -123,20 +111,9 @@ func watchClosed(t *testing.T, probes []polProbe) (stop func() int) {
 // policiesMatchObjects compares the policy table of every attachment of the
 // bed's namespaces on node 1 with the plan the API objects give it now.
 func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error {
-	claims, err := e.Checkpoint()
-	if err != nil {
-		return err
-	}
-	resolver := peers.Resolver{API: peers.ClientAPI{Client: e.Kube}, Context: func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(ctx, 10*time.Second)
-	}}
-	var errs []error
-	checked := 0
-	for _, c := range claims {
-		if c.Namespace != b.nsA && c.Namespace != b.nsB {
-			continue
-		}
-		list, err := e.Kube.NetworkingV1().NetworkPolicies(c.Namespace).List(ctx, metav1.ListOptions{})
+	resolver := apiResolver(ctx, e)
+	return eachAttachment(ctx, e, []string{b.nsA, b.nsB}, func(pod *corev1.Pod, dev checkpoint.Device, at checkpoint.Attachment) error {
+		list, err := e.Kube.NetworkingV1().NetworkPolicies(pod.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -144,42 +121,15 @@ func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error 
 		for i := range list.Items {
 			pols = append(pols, &list.Items[i])
 		}
-		for _, dev := range c.Devices {
-			for _, at := range dev.Attachments {
-				errs = append(errs, policyMatches(ctx, e, c, network.Network{Ref: dev.Network}, at, pols, resolver))
-				checked++
-			}
+		var ports []corev1.ContainerPort
+		for _, ct := range pod.Spec.Containers {
+			ports = append(ports, ct.Ports...)
 		}
-	}
-	if checked == 0 {
-		errs = append(errs, errors.New("no attachment of the bed's namespaces in node 1's checkpoint"))
-	}
-	return errors.Join(errs...)
-}
-
-func policyMatches(ctx context.Context, e *harness.Env, c *checkpoint.Claim, net network.Network, at checkpoint.Attachment,
-	pols []*networkingv1.NetworkPolicy, resolver peers.Resolver) error {
-	var name string
-	for _, p := range c.Pods {
-		if p.UID == at.PodUID {
-			name = p.Name
+		plan, _, err := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports,
+			Network: network.Network{Ref: dev.Network}}, resolver)
+		if err != nil {
+			return err
 		}
-	}
-	pod, err := e.Kube.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	var ports []corev1.ContainerPort
-	for _, ct := range pod.Spec.Containers {
-		ports = append(ports, ct.Ports...)
-	}
-	plan, _, err := netpolicy.Compile(pols, netpolicy.Target{Namespace: c.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, resolver)
-	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", c.Namespace, name, err)
-	}
-	err = nft.InNamespace(at.NetNS, func(conn *nftables.Conn) error { return nft.CheckPolicy(conn, at.IfName, &plan) })
-	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", c.Namespace, name, err)
-	}
-	return nil
+		return nft.InNamespace(at.NetNS, func(conn *nftables.Conn) error { return nft.CheckPolicy(conn, at.IfName, &plan) })
+	})
 }

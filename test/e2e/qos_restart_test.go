@@ -73,17 +73,7 @@ func TestQoSConvergesAfterSIGKILLDuringUpdates(t *testing.T) {
 		side := []string{"src", "peer"}[(i/len(names))%2]
 		relabel(t, e, ns, names[i%len(names)], map[string]string{"app": side})
 	}
-	for i := range 10 {
-		step(i)
-	}
-	kill(t, d)
-	for i := 10; i < 20; i++ {
-		step(i)
-	}
-	restart(t, d)
-	for i := 20; i < 30; i++ {
-		step(i)
-	}
+	stormAcrossKill(t, d, 0, 10, step)
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "every attachment's rules equal what the objects say",
 		func(context.Context) (bool, string, error) {
 			// a context of its own: the last attempt reports the mismatch, not the deadline
@@ -95,10 +85,6 @@ func TestQoSConvergesAfterSIGKILLDuringUpdates(t *testing.T) {
 // rulesMatchObjects compares each attachment of the namespace on node 1
 // with the plan the API objects give it now.
 func rulesMatchObjects(ctx context.Context, e *harness.Env, ns, pn string) error {
-	claims, err := e.Checkpoint()
-	if err != nil {
-		return err
-	}
 	objs, err := e.NC.NetclassV1alpha1().NetworkQoSes(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -111,49 +97,22 @@ func rulesMatchObjects(ctx context.Context, e *harness.Env, ns, pn string) error
 	if err != nil {
 		return err
 	}
-	resolver := peers.Resolver{API: peers.ClientAPI{Client: e.Kube}, Context: func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(ctx, 10*time.Second)
-	}}
+	resolver := apiResolver(ctx, e)
 	c, err := nft.OpenCurrent()
 	if err != nil {
 		return err
 	}
-	var errs []error
-	checked := 0
-	for _, claim := range claims {
-		if claim.Namespace != ns {
-			continue
-		}
-		for _, dev := range claim.Devices {
-			for _, at := range dev.Attachments {
-				err := attachmentMatches(ctx, e, c, claim, dev, at, qs, network.Network{Ref: dev.Network, Labels: pnObj.Labels}, resolver)
-				errs = append(errs, err)
-				checked++
-			}
-		}
-	}
-	if checked == 0 {
-		errs = append(errs, errors.New("no attachment of the namespace in the checkpoint"))
-	}
-	return errors.Join(errs...)
+	return eachAttachment(ctx, e, []string{ns}, func(pod *corev1.Pod, dev checkpoint.Device, at checkpoint.Attachment) error {
+		return attachmentMatches(c, pod, dev, at, qs, network.Network{Ref: dev.Network, Labels: pnObj.Labels}, resolver)
+	})
 }
 
-func attachmentMatches(ctx context.Context, e *harness.Env, c *nftables.Conn, claim *checkpoint.Claim, dev checkpoint.Device, at checkpoint.Attachment,
+func attachmentMatches(c *nftables.Conn, pod *corev1.Pod, dev checkpoint.Device, at checkpoint.Attachment,
 	qs []*ncv1.NetworkQoS, net network.Network, resolver peers.Resolver) error {
-	var podName string
-	for _, p := range claim.Pods {
-		if p.UID == at.PodUID {
-			podName = p.Name
-		}
-	}
-	pod, err := e.Kube.CoreV1().Pods(claim.Namespace).Get(ctx, podName, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
 	if dev.QoS == nil {
-		return fmt.Errorf("pod %s: the device has no recorded qos", podName)
+		return errors.New("the device has no recorded qos")
 	}
-	plan, _, _, err := qosagent.Desired(dev.QoS.Base, qs, render.Target{Namespace: claim.Namespace, PodLabels: pod.Labels, Network: net}, resolver)
+	plan, _, _, err := qosagent.Desired(dev.QoS.Base, qs, render.Target{Namespace: pod.Namespace, PodLabels: pod.Labels, Network: net}, resolver)
 	if err != nil {
 		return err
 	}
@@ -163,12 +122,12 @@ func attachmentMatches(ctx context.Context, e *harness.Env, c *nftables.Conn, cl
 	}
 	if !plan.NeedsRules() {
 		if has, err := nft.HasPortQoS(c, host); err != nil || has {
-			return fmt.Errorf("pod %s (%s): rules present, the objects want none (%v)", podName, labels.Set(pod.Labels), err)
+			return fmt.Errorf("(%s): rules present, the objects want none (%v)", labels.Set(pod.Labels), err)
 		}
 		return nil
 	}
 	if err := nft.CheckPortQoS(c, host, plan); err != nil {
-		return fmt.Errorf("pod %s (%s): %w", podName, strings.TrimSpace(labels.Set(pod.Labels).String()), err)
+		return fmt.Errorf("(%s): %w", strings.TrimSpace(labels.Set(pod.Labels).String()), err)
 	}
 	return nil
 }
