@@ -1,0 +1,242 @@
+package nft
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// The host's port guard, the switch-port security of bridged pod ports:
+//
+//	table bridge netclass_guard {
+//	  set closed { type ifname }               # ports that pass nothing yet
+//	  map ports { type ifname : verdict }       # host end -> goto its source check
+//	  chain prerouting { type filter hook prerouting priority -300; iifname @closed drop; iifname vmap @ports }
+//	  chain forward    { type filter hook forward priority -300; oifname @closed drop }
+//	  chain output     { type filter hook output priority -300; oifname @closed drop }
+//	  chain port/HOSTIF {                       # what the pod may send
+//	    ether saddr != MAC drop
+//	    ether type { 8021q, 8021ad } drop        # no tagged frames into the segment
+//	    ether type arp arp saddr ether != MAC drop; [arp saddr ip @port/HOSTIF/v4 accept; arp saddr ip 0.0.0.0 accept; drop]
+//	    ether type ip   udp sport 67 drop; icmp type redirect drop; [ip saddr @v4 accept; DHCP from 0.0.0.0 accept; drop]
+//	    ether type ip6  icmpv6 type { nd-router-advert, nd-redirect } drop; udp sport 547 drop;
+//	                    [ip6 saddr @v6 accept; ip6 saddr :: icmpv6 accept (DAD, MLD); drop]
+//	  }
+//	}
+//
+// The bracketed source checks apply when the attachment has addresses (a
+// pod without IPAM picks its own). Priority -300 runs first of netclass's
+// bridge hooks: a spoofed frame is dropped before it is metered (QoS, -200)
+// or reaches the policy. Everything lives on the host: nothing in the pod,
+// whatever its capabilities, reaches it; a frame a pod builds itself
+// (AF_PACKET, CAP_NET_RAW) passes the same check as any other.
+const GuardTable = "netclass_guard"
+
+// GuardFeature names the kernel feature the guard needs.
+const GuardFeature = "the nftables bridge family with verdict maps"
+
+const guardClosedSet, guardPortsMap = "closed", "ports"
+
+// Guard is what a pod's port lets through from the pod.
+type Guard struct {
+	MAC net.HardwareAddr
+	// CheckIPs: source addresses are checked (the attachment has IPAM
+	// addresses). V4 and V6 are the addresses the pod may send from: its
+	// own, and on IPv6 its link-local ones.
+	CheckIPs bool
+	V4, V6   []netip.Addr
+}
+
+func guardTable() *nftables.Table {
+	return &nftables.Table{Name: GuardTable, Family: nftables.TableFamilyBridge}
+}
+
+var guardShared = func() *sharedTable {
+	t := guardTable()
+	ports := &nftables.Set{Table: t, Name: guardPortsMap, IsMap: true, KeyType: nftables.TypeIFName,
+		DataType: nftables.TypeVerdict, ID: 1, KeyByteOrder: binaryutil.NativeEndian}
+	closed := &nftables.Set{Table: t, Name: guardClosedSet, KeyType: nftables.TypeIFName, ID: 2, KeyByteOrder: binaryutil.NativeEndian}
+	prio := nftables.ChainPriority(-300)
+	base := func(name string, hook *nftables.ChainHook) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeFilter, Hooknum: hook, Priority: &prio, Policy: policyAccept()}
+	}
+	pre, fwd, out := base("prerouting", nftables.ChainHookPrerouting), base("forward", nftables.ChainHookForward), base("output", nftables.ChainHookOutput)
+	return &sharedTable{
+		table: t, maps: []*nftables.Set{ports}, sets: []*nftables.Set{closed},
+		bases: []*nftables.Chain{pre, fwd, out},
+		rules: map[string][][]expr.Any{
+			pre.Name: {concat(ifnameInSet(true, guardClosedSet, 2), []expr.Any{verdict(expr.VerdictDrop)}), dispatchByIifname(guardPortsMap, 1)},
+			fwd.Name: {concat(ifnameInSet(false, guardClosedSet, 2), []expr.Any{verdict(expr.VerdictDrop)})},
+			out.Name: {concat(ifnameInSet(false, guardClosedSet, 2), []expr.Any{verdict(expr.VerdictDrop)})},
+		},
+		prefixes: []string{"port/"}, feature: GuardFeature,
+	}
+}()
+
+// GuardChain names the chain checking what the host end's pod sends.
+func GuardChain(hostIf string) string { return "port/" + hostIf }
+
+// guardPort renders the host end's objects.
+func guardPort(hostIf string, g Guard) *portObjects {
+	p := guardShared.newPort(0)
+	name := GuardChain(hostIf)
+	p.rs.chains = []*nftables.Chain{{Name: name, Table: p.rs.table}}
+	rules := [][]expr.Any{
+		concat(matchEtherSaddrNot(g.MAC), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_8021Q), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_8021AD), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_ARP), matchArpShaNot(g.MAC), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_IP), matchL4proto(unix.IPPROTO_UDP), matchSport(67), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_IP), matchL4proto(unix.IPPROTO_ICMP), matchICMPType(5), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_IPV6), matchL4proto(unix.IPPROTO_ICMPV6), matchICMPType(134), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_IPV6), matchL4proto(unix.IPPROTO_ICMPV6), matchICMPType(137), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(matchEtherType(unix.ETH_P_IPV6), matchL4proto(unix.IPPROTO_UDP), matchSport(547), []expr.Any{verdict(expr.VerdictDrop)}),
+	}
+	if g.CheckIPs {
+		rules = append(rules, guardSources(p.rs, name, g)...)
+	}
+	p.rs.rules[name] = rules
+	p.elements[guardPortsMap] = []nftables.SetElement{{Key: ifname(hostIf), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: name}}}
+	return p
+}
+
+// guardSources renders the source address checks: ARP, IPv4, IPv6.
+func guardSources(rs *ruleset, chain string, g Guard) [][]expr.Any {
+	v4 := hostSet(rs, chain+"/v4", false, g.V4)
+	v6 := hostSet(rs, chain+"/v6", true, g.V6)
+	arp, ip4, ip6 := matchEtherType(unix.ETH_P_ARP), matchEtherType(unix.ETH_P_IP), matchEtherType(unix.ETH_P_IPV6)
+	unspec4 := []byte{0, 0, 0, 0}
+	return [][]expr.Any{
+		concat(arp, matchArpSpaInSet(v4.Name, v4.ID), []expr.Any{verdict(expr.VerdictAccept)}),
+		concat(arp, matchPayload(expr.PayloadBaseNetworkHeader, 14, unspec4), []expr.Any{verdict(expr.VerdictAccept)}),
+		concat(arp, []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(ip4, matchAddrInSet(false, true, v4.Name, v4.ID), []expr.Any{verdict(expr.VerdictAccept)}),
+		concat(ip4, matchPayload(expr.PayloadBaseNetworkHeader, 12, unspec4), matchL4proto(unix.IPPROTO_UDP),
+			matchSport(68), matchDport(67), []expr.Any{verdict(expr.VerdictAccept)}),
+		concat(ip4, []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(ip6, matchAddrInSet(true, true, v6.Name, v6.ID), []expr.Any{verdict(expr.VerdictAccept)}),
+		concat(ip6, matchPayload(expr.PayloadBaseNetworkHeader, 8, make([]byte, 16)), matchL4proto(unix.IPPROTO_ICMPV6), []expr.Any{verdict(expr.VerdictAccept)}),
+		concat(ip6, []expr.Any{verdict(expr.VerdictDrop)}),
+	}
+}
+
+// hostSet adds a named set of single addresses.
+func hostSet(rs *ruleset, name string, v6 bool, addrs []netip.Addr) *nftables.Set {
+	s := &nftables.Set{Table: rs.table, Name: name, KeyType: nftables.TypeIPAddr, ID: rs.setID()}
+	if v6 {
+		s.KeyType = nftables.TypeIP6Addr
+	}
+	els := make([]nftables.SetElement, 0, len(addrs))
+	for _, a := range addrs {
+		els = append(els, nftables.SetElement{Key: a.AsSlice()})
+	}
+	rs.sets = append(rs.sets, setWithElements{set: s, elements: els})
+	return s
+}
+
+// InstallGuard puts the host end's port under guard: closed (passing
+// nothing until OpenGuard) when asked, then its source check. A closed
+// port is closed first, so the port is never open unchecked.
+func InstallGuard(c *nftables.Conn, hostIf string, g Guard, closed bool) error {
+	if closed {
+		if err := closeGuard(c, hostIf); err != nil {
+			return err
+		}
+	}
+	return guardShared.sync(c, map[string]*portObjects{hostIf: guardPort(hostIf, g)})[hostIf].Err
+}
+
+func closeGuard(c *nftables.Conn, hostIf string) error {
+	st, err := guardShared.read(c)
+	if err != nil {
+		return err
+	}
+	if !st.baseOK {
+		if err := guardShared.queueBase(c); err != nil {
+			return err
+		}
+	}
+	if err := c.SetAddElements(guardShared.sets[0], []nftables.SetElement{{Key: ifname(hostIf)}}); err != nil {
+		return fmt.Errorf("close port %q: %w", hostIf, err)
+	}
+	if err := c.Flush(); err != nil && !errors.Is(err, syscall.EEXIST) {
+		return unsupported(fmt.Errorf("close port %q in nftables table bridge %s: %w", hostIf, GuardTable, err), GuardFeature)
+	}
+	return nil
+}
+
+// GuardClosed lists the ports that are closed.
+func GuardClosed(c *nftables.Conn) (map[string]bool, error) {
+	out := map[string]bool{}
+	ok, err := tableExists(c, guardTable())
+	if err != nil || !ok {
+		return out, err
+	}
+	set, err := c.GetSetByName(guardTable(), guardClosedSet)
+	if err != nil {
+		return out, nil // no set: nothing is closed
+	}
+	els, err := c.GetSetElements(set)
+	if err != nil {
+		return nil, fmt.Errorf("list the closed ports of nftables table bridge %s: %w", GuardTable, err)
+	}
+	for _, e := range els {
+		out[trimIfname(e.Key)] = true
+	}
+	return out, nil
+}
+
+// OpenGuard lets the ports pass traffic (their source checks stay); ports
+// that are not closed are left alone.
+func OpenGuard(c *nftables.Conn, hostIfs ...string) error {
+	closed, err := GuardClosed(c)
+	if err != nil {
+		return err
+	}
+	var els []nftables.SetElement
+	for _, h := range hostIfs {
+		if closed[h] {
+			els = append(els, nftables.SetElement{Key: ifname(h)})
+		}
+	}
+	if len(els) == 0 {
+		return nil
+	}
+	if err := c.SetDeleteElements(guardShared.sets[0], els); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("open ports %v in nftables table bridge %s: %w", hostIfs, GuardTable, err)
+	}
+	return nil
+}
+
+// DeleteGuard removes everything of the host end's port; none is success.
+func DeleteGuard(c *nftables.Conn, hostIf string) error {
+	if err := OpenGuard(c, hostIf); err != nil {
+		return err
+	}
+	return guardShared.sync(c, map[string]*portObjects{hostIf: nil})[hostIf].Err
+}
+
+// CheckGuard verifies the host end's source check (not whether it is open:
+// netclass-dra opens it once the port's policy is in place).
+func CheckGuard(c *nftables.Conn, hostIf string, g Guard) error {
+	return guardShared.check(c, hostIf, guardPort(hostIf, g))
+}
+
+// HasGuard reports whether the host end has a source check.
+func HasGuard(c *nftables.Conn, hostIf string) (bool, error) {
+	st, err := guardShared.read(c)
+	if err != nil {
+		return false, err
+	}
+	return st.has(hostIf), nil
+}

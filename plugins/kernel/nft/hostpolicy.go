@@ -1,0 +1,278 @@
+package nft
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/conf/qos"
+)
+
+// NetworkPolicy at the switch port: the policy of a pod whose interface is
+// a veth in a host bridge lives on the host, where nothing in the pod
+// reaches it, in two shared tables.
+//
+//	table inet netclass_pol {                   # stateful: conntrack of the host
+//	  map egress  { type ifname . ether_addr : verdict }   # bridge . pod MAC -> goto eg/HOSTIF
+//	  map ingress { type ifname . ether_addr : verdict }   # bridge . pod MAC -> goto in/HOSTIF
+//	  map routed4 { type ifname . ipv4_addr : verdict }    # bridge . pod address -> goto in/HOSTIF
+//	  map routed6 { type ifname . ipv6_addr : verdict }
+//	  chain prerouting { type filter hook prerouting priority filter; iifname . ether saddr vmap @egress }
+//	  chain forward    { type filter hook forward priority filter;
+//	                     oifname . ether daddr vmap @ingress;                       # bridged to the pod
+//	                     oifname . ip daddr vmap @routed4; oifname . ip6 daddr vmap @routed6 }  # routed into its bridge
+//	  chain eg/HOSTIF { ct state established,related accept; NDP, DHCP client accept;
+//	                    [meta nfproto F] [F daddr @eg/HOSTIF/aN_F] [meta l4proto P th dport A-B] accept; drop }
+//	  chain in/HOSTIF { ct state established,related accept; NDP, DHCP replies accept; ... saddr ...; drop }
+//	}
+//	table bridge netclass_pol {                 # per port, before the inet hooks
+//	  map egress  { type ifname : verdict }     # host end -> goto eg/HOSTIF
+//	  map ingress { type ifname : verdict }     # host end -> goto in/HOSTIF
+//	  chain prerouting { type filter hook prerouting priority -250; iifname vmap @egress }
+//	  chain forward    { type filter hook forward priority -250; oifname vmap @ingress }
+//	  chain eg/HOSTIF  { ether type { arp, ip, ip6 } accept; drop }      # nothing but IP and ARP
+//	  chain in/HOSTIF  { ether type arp accept; unicast IP accept (the inet table decides);
+//	                     multicast/broadcast IP: NDP, MLD, IGMP, DHCP accept; the allows, saddr only; drop }
+//	}
+//
+// Bridged IP reaches the inet hooks through br_netfilter, which the
+// bridge must have on (nf_call_iptables, nf_call_ip6tables: the agent sets
+// them, plugins/kernel/link.BridgeNetfilter); there the interfaces are the
+// bridge's, so a pod is known by its MAC, which its guard (guard.go) makes
+// its own. Traffic the node itself sends to a pod is not filtered (a pod is
+// always reachable from its node, as NetworkPolicy says).
+const HostPolicyTable = "netclass_pol"
+
+// HostPolicyFeature names what the host side of NetworkPolicy needs.
+const HostPolicyFeature = "nftables inet and bridge tables with concatenated verdict maps, and br_netfilter"
+
+// HostPort is one pod port's policy: the bridge it is a port of, the pod's
+// MAC and addresses (packets routed into the bridge are known by them), and
+// the plan.
+type HostPort struct {
+	Bridge string
+	MAC    net.HardwareAddr
+	Addrs  []netip.Addr
+	Plan   *netpol.Plan
+}
+
+var hostPolicyInet = func() *sharedTable {
+	t := &nftables.Table{Name: HostPolicyTable, Family: nftables.TableFamilyINet}
+	concat := func(name string, id uint32, key nftables.SetDatatype) *nftables.Set {
+		return &nftables.Set{Table: t, Name: name, ID: id, IsMap: true, Concatenation: true,
+			KeyType: nftables.MustConcatSetType(nftables.TypeIFName, key), DataType: nftables.TypeVerdict}
+	}
+	egress, ingress := concat("egress", 1, nftables.TypeEtherAddr), concat("ingress", 2, nftables.TypeEtherAddr)
+	r4, r6 := concat("routed4", 3, nftables.TypeIPAddr), concat("routed6", 4, nftables.TypeIP6Addr)
+	base := func(name string, hook *nftables.ChainHook) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeFilter, Hooknum: hook,
+			Priority: nftables.ChainPriorityFilter, Policy: policyAccept()}
+	}
+	pre, fwd := base("prerouting", nftables.ChainHookPrerouting), base("forward", nftables.ChainHookForward)
+	return &sharedTable{
+		table: t, maps: []*nftables.Set{egress, ingress, r4, r6}, bases: []*nftables.Chain{pre, fwd},
+		rules: map[string][][]expr.Any{
+			pre.Name: {dispatchByIfnameMAC(true, "egress", 1)},
+			fwd.Name: {dispatchByIfnameMAC(false, "ingress", 2), dispatchByOifnameAddr(false, "routed4", 3), dispatchByOifnameAddr(true, "routed6", 4)},
+		},
+		prefixes: []string{"eg/", "in/"}, feature: HostPolicyFeature,
+	}
+}()
+
+var hostPolicyBridge = func() *sharedTable {
+	t := &nftables.Table{Name: HostPolicyTable, Family: nftables.TableFamilyBridge}
+	vmap := func(name string, id uint32) *nftables.Set {
+		return &nftables.Set{Table: t, Name: name, ID: id, IsMap: true, KeyType: nftables.TypeIFName, DataType: nftables.TypeVerdict}
+	}
+	prio := nftables.ChainPriority(-250)
+	base := func(name string, hook *nftables.ChainHook) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeFilter, Hooknum: hook, Priority: &prio, Policy: policyAccept()}
+	}
+	pre, fwd := base("prerouting", nftables.ChainHookPrerouting), base("forward", nftables.ChainHookForward)
+	return &sharedTable{
+		table: t, maps: []*nftables.Set{vmap("egress", 1), vmap("ingress", 2)}, bases: []*nftables.Chain{pre, fwd},
+		rules: map[string][][]expr.Any{
+			pre.Name: {dispatchByIifname("egress", 1)},
+			fwd.Name: {dispatchByOifname("ingress", 2)},
+		},
+		prefixes: []string{"eg/", "in/"}, feature: HostPolicyFeature,
+	}
+}()
+
+// hostPolicyObjects renders one port's objects in both tables.
+func hostPolicyObjects(hostIf string, p HostPort) (inet, bridge *portObjects) {
+	inet, bridge = hostPolicyInet.newPort(0), hostPolicyBridge.newPort(0)
+	if p.Plan.IsZero() {
+		return inet, bridge
+	}
+	egress, ingress := "eg/"+hostIf, "in/"+hostIf
+	if p.Plan.Egress.Isolated {
+		inetChain(inet, egress, false, p.Plan.Egress)
+		inet.elements["egress"] = []nftables.SetElement{macElement(p.Bridge, p.MAC, egress)}
+		bridgeEgress(bridge, egress)
+		bridge.elements["egress"] = []nftables.SetElement{ifElement(hostIf, egress)}
+	}
+	if p.Plan.Ingress.Isolated {
+		inetChain(inet, ingress, true, p.Plan.Ingress)
+		inet.elements["ingress"] = []nftables.SetElement{macElement(p.Bridge, p.MAC, ingress)}
+		for _, a := range p.Addrs {
+			m := "routed4"
+			if a.Is6() {
+				m = "routed6"
+			}
+			inet.elements[m] = append(inet.elements[m], nftables.SetElement{Key: ifnameKey(p.Bridge, a.AsSlice()), VerdictData: gotoVerdict(ingress)})
+		}
+		bridgeIngress(bridge, ingress, p.Plan.Ingress)
+		bridge.elements["ingress"] = []nftables.SetElement{ifElement(hostIf, ingress)}
+	}
+	return inet, bridge
+}
+
+func gotoVerdict(chain string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictGoto, Chain: chain} }
+
+func macElement(bridge string, mac net.HardwareAddr, chain string) nftables.SetElement {
+	return nftables.SetElement{Key: ifnameKey(bridge, mac), VerdictData: gotoVerdict(chain)}
+}
+
+func ifElement(hostIf, chain string) nftables.SetElement {
+	return nftables.SetElement{Key: ifname(hostIf), VerdictData: gotoVerdict(chain)}
+}
+
+// inetChain renders a direction's stateful chain.
+func inetChain(p *portObjects, name string, ingress bool, d netpol.Direction) {
+	p.rs.chains = append(p.rs.chains, &nftables.Chain{Name: name, Table: p.rs.table})
+	dhcpSport, dhcpDport := uint16(68), uint16(67) // the pod's DHCP client asks
+	if ingress {
+		dhcpSport, dhcpDport = 67, 68 // and is answered
+	}
+	rules := [][]expr.Any{acceptEstablished(), acceptNDP(),
+		concat(matchNFProto(false), matchL4proto(unix.IPPROTO_UDP), matchSport(dhcpSport), matchDport(dhcpDport), []expr.Any{verdict(expr.VerdictAccept)})}
+	rules = append(rules, allowRules(p.rs, name, ingress, d, matchNFProto)...)
+	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
+}
+
+// bridgeEgress: an egress-isolated pod sends nothing but IP and ARP.
+func bridgeEgress(p *portObjects, name string) {
+	p.rs.chains = append(p.rs.chains, &nftables.Chain{Name: name, Table: p.rs.table})
+	var rules [][]expr.Any
+	for _, t := range []uint16{unix.ETH_P_ARP, unix.ETH_P_IP, unix.ETH_P_IPV6} {
+		rules = append(rules, concat(matchEtherType(t), []expr.Any{verdict(expr.VerdictAccept)}))
+	}
+	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
+}
+
+// bridgeIngress: an ingress-isolated pod receives ARP, unicast IP (which
+// the inet table filters with conntrack) and the multicast and broadcast IP
+// its allows admit (no reply is ever multicast: no state is needed), and
+// nothing else.
+func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
+	p.rs.chains = append(p.rs.chains, &nftables.Chain{Name: name, Table: p.rs.table})
+	ip4, ip6 := matchEtherType(unix.ETH_P_IP), matchEtherType(unix.ETH_P_IPV6)
+	accept := []expr.Any{verdict(expr.VerdictAccept)}
+	rules := [][]expr.Any{
+		concat(matchEtherType(unix.ETH_P_ARP), accept),
+		concat(ip4, matchUnicast(), accept),
+		concat(ip6, matchUnicast(), accept),
+		concat(ip6, matchL4proto(unix.IPPROTO_ICMPV6), accept), // NDP and MLD
+		concat(ip4, matchL4proto(unix.IPPROTO_IGMP), accept),
+		concat(ip4, matchL4proto(unix.IPPROTO_UDP), matchSport(67), matchDport(68), accept),
+	}
+	rules = append(rules, allowRules(p.rs, name, true, d, etherFamily)...)
+	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
+}
+
+func etherFamily(v6 bool) []expr.Any {
+	if v6 {
+		return matchEtherType(unix.ETH_P_IPV6)
+	}
+	return matchEtherType(unix.ETH_P_IP)
+}
+
+// allowRules renders a direction's allows: a rule per allow, family and
+// port range, with the peers in a set per allow and family (named
+// <chain>/a<N>_v4|_v6). family matches a packet's family in the table.
+func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction, family func(v6 bool) []expr.Any) [][]expr.Any {
+	var rules [][]expr.Any
+	for i, a := range d.Allow {
+		v4ok, v6ok := a.Families()
+		for _, fam := range []struct {
+			v6, ok bool
+			ranges []qos.Range
+		}{{false, v4ok, a.V4}, {true, v6ok, a.V6}} {
+			if !fam.ok {
+				continue
+			}
+			head := family(fam.v6)
+			if fam.ranges != nil {
+				s := addrSet(rs, fmt.Sprintf("%s/a%d", chain, i), fam.v6, fam.ranges)
+				head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))
+			}
+			for _, ports := range policyPorts(a.Ports) {
+				rules = append(rules, concat(head, ports, []expr.Any{verdict(expr.VerdictAccept)}))
+			}
+		}
+	}
+	return rules
+}
+
+// SyncHostPolicies brings the ports' policies (a zero plan: none) to what
+// they are to be, in place and in few transactions: the bridge table's
+// part first, then the inet table's. Ports missing from the map are not
+// touched.
+func SyncHostPolicies(c *nftables.Conn, ports map[string]HostPort) map[string]PortResult {
+	inet := make(map[string]*portObjects, len(ports))
+	bridge := make(map[string]*portObjects, len(ports))
+	for h, p := range ports {
+		inet[h], bridge[h] = hostPolicyObjects(h, p)
+	}
+	out := hostPolicyBridge.sync(c, bridge)
+	for h, r := range hostPolicyInet.sync(c, inet) {
+		out[h] = PortResult{Changed: out[h].Changed || r.Changed, Err: joinErr(out[h].Err, r.Err)}
+	}
+	return out
+}
+
+// DeleteHostPolicy removes everything of the host end's policy; none is
+// success. It needs only the host end's name.
+func DeleteHostPolicy(c *nftables.Conn, hostIf string) error {
+	if err := hostPolicyInet.sync(c, map[string]*portObjects{hostIf: nil})[hostIf].Err; err != nil {
+		return err
+	}
+	return hostPolicyBridge.sync(c, map[string]*portObjects{hostIf: nil})[hostIf].Err
+}
+
+// CheckHostPolicy verifies the port holds exactly its policy.
+func CheckHostPolicy(c *nftables.Conn, hostIf string, p HostPort) error {
+	if p.Plan.IsZero() {
+		for _, t := range []*sharedTable{hostPolicyInet, hostPolicyBridge} {
+			st, err := t.read(c)
+			if err != nil {
+				return err
+			}
+			if st.has(hostIf) {
+				return fmt.Errorf("nftables table %s holds a policy of port %q, the plan isolates nothing", t.table.Name, hostIf)
+			}
+		}
+		return nil
+	}
+	inet, bridge := hostPolicyObjects(hostIf, p)
+	if err := hostPolicyInet.check(c, hostIf, inet); err != nil {
+		return err
+	}
+	return hostPolicyBridge.check(c, hostIf, bridge)
+}
+
+func joinErr(a, b error) error {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	return fmt.Errorf("%w; %w", a, b)
+}

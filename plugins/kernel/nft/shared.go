@@ -1,0 +1,404 @@
+package nft
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+)
+
+// sharedTable is a host table that many ports share (the port guard, the
+// host side of NetworkPolicy): base chains whose rules send each packet
+// through verdict maps to the chains of the port it belongs to, so a packet
+// costs one map lookup however many ports the host has. A port (a host
+// end: interface names never hold '/') owns the chains and sets named
+// <prefix><port> or <prefix><port>/..., for each of the table's prefixes,
+// and the map elements whose verdict jumps to one of its chains; sync
+// brings each port's objects to what it is to hold, in few transactions,
+// sending only the differences.
+type sharedTable struct {
+	table    *nftables.Table
+	maps     []*nftables.Set // IDs 1..len(maps)
+	sets     []*nftables.Set // the table's own plain sets, IDs after the maps'
+	bases    []*nftables.Chain
+	rules    map[string][][]expr.Any // base chain -> rules
+	prefixes []string
+	feature  string // what a failing transaction may lack ("": nothing to name)
+}
+
+// portObjects is what one port is to hold: its chains and sets (rs, whose
+// set IDs follow the maps'), and its elements of each map.
+type portObjects struct {
+	rs       *ruleset
+	elements map[string][]nftables.SetElement // map name -> elements, with VerdictData
+}
+
+// newPort returns an empty portObjects of the table, its set IDs after lastSet.
+func (s *sharedTable) newPort(lastSet uint32) *portObjects {
+	return &portObjects{
+		rs:       &ruleset{table: s.table, rules: map[string][][]expr.Any{}, lastSet: max(lastSet, s.baseSets())},
+		elements: map[string][]nftables.SetElement{},
+	}
+}
+
+// baseSets is the number of set IDs the table's own maps and sets take.
+func (s *sharedTable) baseSets() uint32 { return uint32(len(s.maps) + len(s.sets)) }
+
+// mapSet returns the table's map of that name.
+func (s *sharedTable) mapSet(name string) *nftables.Set {
+	for _, m := range s.maps {
+		if m.Name == name {
+			return m
+		}
+	}
+	panic("nft: no map " + name + " in table " + s.table.Name)
+}
+
+// owner returns the port a chain or set belongs to ("" for the table's own).
+func (s *sharedTable) owner(name string) string {
+	for _, p := range s.prefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			port, _, _ := strings.Cut(rest, "/")
+			return port
+		}
+	}
+	return ""
+}
+
+// sharedState is what the table holds, read once for a sync.
+type sharedState struct {
+	present  bool
+	baseOK   bool
+	chains   map[string][]string                              // port -> chain names
+	sets     map[string][]string                              // port -> set names
+	elements map[string]map[string][]nftables.SetElement       // port -> map -> elements (VerdictData parsed)
+}
+
+// read reads the table's state: one dump of chains, one of sets, one of
+// each map's elements and of each base chain's rules, whatever the number
+// of ports.
+func (s *sharedTable) read(c *nftables.Conn) (*sharedState, error) {
+	st := &sharedState{chains: map[string][]string{}, sets: map[string][]string{}, elements: map[string]map[string][]nftables.SetElement{}}
+	ok, err := tableExists(c, s.table)
+	if err != nil || !ok {
+		return st, err
+	}
+	st.present = true
+	baseOK, err := s.readChains(c, st)
+	if err != nil {
+		return nil, err
+	}
+	mapsOK, err := s.readSets(c, st)
+	if err != nil {
+		return nil, err
+	}
+	st.baseOK = baseOK && mapsOK
+	return st, nil
+}
+
+func (s *sharedTable) readChains(c *nftables.Conn, st *sharedState) (bool, error) {
+	chains, err := c.ListChainsOfTableFamily(s.table.Family)
+	if err != nil {
+		return false, fmt.Errorf("list nftables chains: %w", err)
+	}
+	found := map[string]*nftables.Chain{}
+	for _, ch := range chains {
+		if ch.Table.Name != s.table.Name {
+			continue
+		}
+		if p := s.owner(ch.Name); p != "" {
+			st.chains[p] = append(st.chains[p], ch.Name)
+		} else {
+			found[ch.Name] = ch
+		}
+	}
+	for _, want := range s.bases {
+		got := found[want.Name]
+		if got == nil || !sameHook(got, want) {
+			return false, nil
+		}
+		rules, err := c.GetRules(s.table, got)
+		if err != nil {
+			return false, fmt.Errorf("list rules of chain %s %s: %w", s.table.Name, want.Name, err)
+		}
+		if sameRules(rules, s.rules[want.Name]) != nil {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// readSets records the ports' sets and the maps' elements by owner, and
+// reports whether every map is there.
+func (s *sharedTable) readSets(c *nftables.Conn, st *sharedState) (bool, error) {
+	sets, err := c.GetSets(s.table)
+	if err != nil {
+		return false, fmt.Errorf("list sets of nftables table %s: %w", s.table.Name, err)
+	}
+	found := 0
+	for _, set := range sets {
+		if p := s.owner(set.Name); p != "" {
+			st.sets[p] = append(st.sets[p], set.Name)
+			continue
+		}
+		if slices.ContainsFunc(s.sets, func(b *nftables.Set) bool { return b.Name == set.Name && !set.IsMap }) {
+			found++
+		}
+		if !slices.ContainsFunc(s.maps, func(m *nftables.Set) bool { return m.Name == set.Name }) || !set.IsMap {
+			continue
+		}
+		found++
+		if err := s.readElements(c, set, st); err != nil {
+			return false, err
+		}
+	}
+	return found == len(s.maps)+len(s.sets), nil
+}
+
+func (s *sharedTable) readElements(c *nftables.Conn, m *nftables.Set, st *sharedState) error {
+	els, err := c.GetSetElements(m)
+	if err != nil {
+		return fmt.Errorf("list the entries of nftables map %s %s: %w", s.table.Name, m.Name, err)
+	}
+	for _, e := range els {
+		v, err := parseVerdict(e.Val)
+		if err != nil {
+			v = &expr.Verdict{} // unreadable: owned by nobody, never deleted by a port's sync
+		}
+		p := s.owner(v.Chain)
+		if p == "" {
+			continue
+		}
+		if st.elements[p] == nil {
+			st.elements[p] = map[string][]nftables.SetElement{}
+		}
+		st.elements[p][m.Name] = append(st.elements[p][m.Name], nftables.SetElement{Key: e.Key, VerdictData: v})
+	}
+	return nil
+}
+
+// queueBase (re)creates the table's shared part: the table, its maps (kept
+// with their elements when present) and base chains, whose rules are
+// replaced by the ones rendered.
+func (s *sharedTable) queueBase(c *nftables.Conn) error {
+	c.AddTable(s.table)
+	for _, m := range append(slices.Clone(s.maps), s.sets...) {
+		if err := c.AddSet(m, nil); err != nil {
+			return fmt.Errorf("add map %q: %w", m.Name, err)
+		}
+	}
+	for _, ch := range s.bases {
+		c.AddChain(ch)
+		c.FlushChain(ch)
+		for _, exprs := range s.rules[ch.Name] {
+			c.AddRule(&nftables.Rule{Table: s.table, Chain: ch, Exprs: exprs})
+		}
+	}
+	return nil
+}
+
+// sync brings each port to what wants says it is to hold (nil: nothing),
+// at most maxPortsPerTransaction ports per transaction; a failed
+// transaction's ports are retried one by one, so one port's failure holds
+// up no other. Ports missing from wants are not touched.
+func (s *sharedTable) sync(c *nftables.Conn, wants map[string]*portObjects) map[string]PortResult {
+	out := make(map[string]PortResult, len(wants))
+	st, err := s.read(c)
+	if err != nil {
+		for p := range wants {
+			out[p] = PortResult{Err: err}
+		}
+		return out
+	}
+	ports := sortedKeys(wants)
+	for len(ports) > 0 {
+		n := min(len(ports), maxPortsPerTransaction)
+		s.syncChunk(c, st, wants, ports[:n], out)
+		ports = ports[n:]
+	}
+	return out
+}
+
+func (s *sharedTable) syncChunk(c *nftables.Conn, st *sharedState, wants map[string]*portObjects, ports []string, out map[string]PortResult) {
+	changed, err := s.queuePorts(c, st, wants, ports)
+	if err == nil && len(changed) == 0 {
+		for _, p := range ports {
+			out[p] = PortResult{}
+		}
+		return
+	}
+	if err == nil {
+		err = c.Flush()
+	}
+	if err != nil && len(ports) > 1 {
+		for _, p := range ports { // each on its own, the state read again
+			out[p] = s.sync(c, map[string]*portObjects{p: wants[p]})[p]
+		}
+		return
+	}
+	if err != nil {
+		out[ports[0]] = PortResult{Err: s.wrap(fmt.Errorf("update port %q in nftables table %s: %w", ports[0], s.table.Name, err))}
+		return
+	}
+	st.present, st.baseOK = true, true
+	for _, p := range ports {
+		out[p] = PortResult{Changed: changed[p]}
+	}
+}
+
+func (s *sharedTable) wrap(err error) error {
+	if s.feature == "" {
+		return err
+	}
+	return unsupported(err, s.feature)
+}
+
+// queuePorts adds the ports' differences to the batch (and the table's
+// base, when it needs repair and anything changes) and returns the ports
+// that have any.
+func (s *sharedTable) queuePorts(c *nftables.Conn, st *sharedState, wants map[string]*portObjects, ports []string) (map[string]bool, error) {
+	changed := map[string]bool{}
+	lastSet := s.baseSets()
+	for _, p := range ports {
+		want := wants[p]
+		if want == nil {
+			want = s.newPort(lastSet)
+		} else {
+			want = s.renumber(want, lastSet)
+		}
+		lastSet = want.rs.lastSet
+		got, err := readOwned(c, s.table, st.chains[p], st.sets[p])
+		if err != nil {
+			return nil, err
+		}
+		ch := diff(got, want.rs)
+		del, add := s.elementChanges(st.elements[p], want.elements)
+		if ch.empty() && len(del) == 0 && len(add) == 0 {
+			continue
+		}
+		if !st.baseOK && len(changed) == 0 {
+			if err := s.queueBase(c); err != nil {
+				return nil, err
+			}
+		}
+		changed[p] = true
+		if err := s.queueElements(c, del, c.SetDeleteElements); err != nil {
+			return nil, err
+		}
+		if err := queueChanges(c, s.table, want.rs, ch); err != nil {
+			return nil, err
+		}
+		if err := s.queueElements(c, add, c.SetAddElements); err != nil {
+			return nil, err
+		}
+	}
+	return changed, nil
+}
+
+// renumber gives a port's sets IDs after lastSet, unique in the transaction.
+func (s *sharedTable) renumber(p *portObjects, lastSet uint32) *portObjects {
+	rs := *p.rs
+	rs.sets = make([]setWithElements, len(p.rs.sets))
+	rs.rules = make(map[string][][]expr.Any, len(p.rs.rules))
+	ids := map[uint32]uint32{}
+	for i, sw := range p.rs.sets {
+		set := *sw.set
+		lastSet++
+		ids[set.ID], set.ID = lastSet, lastSet
+		rs.sets[i] = setWithElements{set: &set, elements: sw.elements}
+	}
+	for name, rules := range p.rs.rules {
+		for _, r := range rules {
+			rs.rules[name] = append(rs.rules[name], withSetIDs(r, ids))
+		}
+	}
+	rs.lastSet = lastSet
+	return &portObjects{rs: &rs, elements: p.elements}
+}
+
+func withSetIDs(exprs []expr.Any, ids map[uint32]uint32) []expr.Any {
+	out := slices.Clone(exprs)
+	for i, e := range out {
+		if l, ok := e.(*expr.Lookup); ok && ids[l.SetID] != 0 {
+			cp := *l
+			cp.SetID = ids[l.SetID]
+			out[i] = &cp
+		}
+	}
+	return out
+}
+
+// elementChanges compares a port's map elements, by key and verdict.
+func (s *sharedTable) elementChanges(got, want map[string][]nftables.SetElement) (del, add map[string][]nftables.SetElement) {
+	del, add = map[string][]nftables.SetElement{}, map[string][]nftables.SetElement{}
+	for _, m := range s.maps {
+		for _, g := range got[m.Name] {
+			if !slices.ContainsFunc(want[m.Name], func(w nftables.SetElement) bool { return sameElement(g, w) }) {
+				del[m.Name] = append(del[m.Name], nftables.SetElement{Key: g.Key})
+			}
+		}
+		for _, w := range want[m.Name] {
+			if !slices.ContainsFunc(got[m.Name], func(g nftables.SetElement) bool { return sameElement(g, w) }) {
+				add[m.Name] = append(add[m.Name], w)
+			}
+		}
+	}
+	for name, els := range del {
+		if len(els) == 0 {
+			delete(del, name)
+		}
+	}
+	for name, els := range add {
+		if len(els) == 0 {
+			delete(add, name)
+		}
+	}
+	return del, add
+}
+
+func sameElement(a, b nftables.SetElement) bool {
+	return bytes.Equal(a.Key, b.Key) && a.VerdictData != nil && b.VerdictData != nil &&
+		a.VerdictData.Kind == b.VerdictData.Kind && a.VerdictData.Chain == b.VerdictData.Chain
+}
+
+func (s *sharedTable) queueElements(c *nftables.Conn, els map[string][]nftables.SetElement, op func(*nftables.Set, []nftables.SetElement) error) error {
+	for _, name := range sortedKeys(els) {
+		if err := op(s.mapSet(name), els[name]); err != nil {
+			return fmt.Errorf("map %s of nftables table %s: %w", name, s.table.Name, err)
+		}
+	}
+	return nil
+}
+
+// check verifies that the table's base is as rendered and that the port
+// holds exactly want (chains, sets and map elements).
+func (s *sharedTable) check(c *nftables.Conn, port string, want *portObjects) error {
+	st, err := s.read(c)
+	switch {
+	case err != nil:
+		return err
+	case !st.present:
+		return fmt.Errorf("nftables table %s is missing", s.table.Name)
+	case !st.baseOK:
+		return fmt.Errorf("nftables table %s: its base chains or maps differ from netclass's", s.table.Name)
+	}
+	if del, add := s.elementChanges(st.elements[port], want.elements); len(del)+len(add) > 0 {
+		return fmt.Errorf("nftables table %s: the map entries of port %q differ from the configuration", s.table.Name, port)
+	}
+	var errs []error
+	for _, name := range st.chains[port] {
+		if _, ok := want.rs.rules[name]; !ok && !slices.ContainsFunc(want.rs.chains, func(ch *nftables.Chain) bool { return ch.Name == name }) {
+			errs = append(errs, fmt.Errorf("nftables table %s: chain %s is not in the configuration", s.table.Name, name))
+		}
+	}
+	return errors.Join(append(errs, verify(c, want.rs))...)
+}
+
+// has reports whether the port owns anything in the table.
+func (st *sharedState) has(port string) bool {
+	return len(st.chains[port]) > 0 || len(st.sets[port]) > 0 || len(st.elements[port]) > 0
+}
