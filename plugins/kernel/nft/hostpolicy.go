@@ -133,7 +133,9 @@ func hostPolicyObjects(hostIf string, p HostPort) (inet, bridge *portObjects) {
 	return inet, bridge
 }
 
-func gotoVerdict(chain string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictGoto, Chain: chain} }
+func gotoVerdict(chain string) *expr.Verdict {
+	return &expr.Verdict{Kind: expr.VerdictGoto, Chain: chain}
+}
 
 func macElement(bridge string, mac net.HardwareAddr, chain string) nftables.SetElement {
 	return nftables.SetElement{Key: ifnameKey(bridge, mac), VerdictData: gotoVerdict(chain)}

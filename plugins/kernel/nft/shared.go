@@ -73,9 +73,9 @@ func (s *sharedTable) owner(name string) string {
 type sharedState struct {
 	present  bool
 	baseOK   bool
-	chains   map[string][]string                              // port -> chain names
-	sets     map[string][]string                              // port -> set names
-	elements map[string]map[string][]nftables.SetElement       // port -> map -> elements (VerdictData parsed)
+	chains   map[string][]string                         // port -> chain names
+	sets     map[string][]string                         // port -> set names
+	elements map[string]map[string][]nftables.SetElement // port -> map -> elements (VerdictData parsed)
 }
 
 // read reads the table's state: one dump of chains, one of sets, one of
