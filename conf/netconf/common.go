@@ -33,6 +33,9 @@ type Common struct {
 	IPAM         IPAM            `json:"ipam"`
 	DNS          types.DNS       `json:"dns"`
 	QoS          *qos.Spec       `json:"qos,omitempty"`
+	// PortSecurity guards the attachment's port on the host (bridged
+	// attachments only).
+	PortSecurity *PortSecurity `json:"portSecurity,omitempty"`
 	// DataDir is where attachment records live (default DefaultDataDir).
 	DataDir       string         `json:"dataDir,omitempty"`
 	RuntimeConfig RuntimeConfig  `json:"runtimeConfig"`
@@ -46,6 +49,21 @@ type Common struct {
 	// EffectiveQoS is QoS with runtimeConfig.bandwidth and runtimeConfig.qos
 	// merged over it; nil when the attachment has no QoS.
 	EffectiveQoS *qos.Spec `json:"-"`
+}
+
+// PortSecurity is what the host side of a pod's port enforces whatever the
+// pod does: netclass-dra sets it on every bridged attachment it renders.
+type PortSecurity struct {
+	// SpoofCheck: frames from the pod must carry its MAC and, when IPAM
+	// gave it addresses, one of them (or an IPv6 link-local one) as their
+	// source; router advertisements, redirects, DHCP server messages and
+	// VLAN-tagged frames from the pod are dropped.
+	SpoofCheck bool `json:"spoofCheck,omitempty"`
+	// StartClosed: the port passes nothing until netclass-dra has put the
+	// attachment's NetworkPolicy in place and opened it (needs SpoofCheck
+	// and br_netfilter). Only for attachments netclass-dra makes: nothing
+	// else opens the port.
+	StartClosed bool `json:"startClosed,omitempty"`
 }
 
 // IPAM names the delegated IPAM plugin; the rest of its block is passed on untouched.
@@ -105,6 +123,9 @@ func (c *Common) validate() field.Errors {
 		s := qos.Spec{IngressRate: bw.IngressRate, IngressBurst: bw.IngressBurst, EgressRate: bw.EgressRate, EgressBurst: bw.EgressBurst}
 		errs.Append(s.Validate("runtimeConfig.bandwidth"))
 	}
+	if ps := c.PortSecurity; ps != nil && ps.StartClosed && !ps.SpoofCheck {
+		errs.Add("portSecurity.startClosed", "needs portSecurity.spoofCheck: a port is opened only once it is guarded")
+	}
 	if c.IPAM.Type == "" && c.IPAM.present {
 		errs.Add("ipam.type", "is required when ipam is set")
 	}
@@ -115,6 +136,15 @@ func (c *Common) validate() field.Errors {
 		errs.Append(ValidateMAC("args.cni.mac", c.Args.CNI.Mac))
 	}
 	return errs
+}
+
+// withoutHostPort refuses portSecurity for an attachment that has no port
+// on a host bridge to guard.
+func (c *Common) withoutHostPort(why string) error {
+	if c.PortSecurity == nil {
+		return nil
+	}
+	return field.Invalid("portSecurity", "is not supported %s: the interface has no port on a host bridge to guard", why)
 }
 
 // finish computes derived fields once validation passed.

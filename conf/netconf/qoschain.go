@@ -25,6 +25,7 @@ func ParseQoSChain(data []byte) (*QoSChain, error) {
 
 func (c *QoSChain) validate() field.Errors {
 	errs := c.Common.validate()
+	errs.Append(c.withoutHostPort("by netclass-qos (the main plugin guards its own ports)"))
 	if !c.IPAM.IsEmpty() {
 		errs.Add("ipam", "netclass-qos does not allocate addresses: put ipam on the plugin before it in the chain")
 	}

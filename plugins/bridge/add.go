@@ -15,6 +15,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -75,6 +76,9 @@ func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attac
 	if err := setupSpoofCheck(c, p.HostName(), pod.Attrs().HardwareAddr, undo); err != nil {
 		return nil, err
 	}
+	if err := secure(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, br, res, undo); err != nil {
+		return nil, err
+	}
 	res.DNS = c.DNS
 	for _, ipc := range res.IPs {
 		rec.Addresses = append(rec.Addresses, ipc.Address.String())
@@ -83,6 +87,15 @@ func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attac
 		return nil, err
 	}
 	return res, nil
+}
+
+// secure guards the pod's port (portSecurity), and undoes it on failure.
+func secure(ps *netconf.PortSecurity, p portguard.Port, br netlink.Link, res *current.Result, undo *attach.Undo) error {
+	if ps == nil {
+		return nil
+	}
+	undo.Push(func() error { return portguard.Remove(p.HostIf) })
+	return portguard.Secure(ps, p, br, res)
 }
 
 func setupGateways(br netlink.Link, gws []gateway, res *current.Result) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -45,6 +46,9 @@ func cmdCheck(args *skel.CmdArgs) error {
 		if err := qosport.Check(a, qos.Compile(c.EffectiveQoS)); err != nil {
 			return attach.Internal(fmt.Errorf("qos of %q: %w", args.IfName, err), nil)
 		}
+	}
+	if err := portguard.Check(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, prev); err != nil {
+		return attach.Internal(fmt.Errorf("port security of %q: %w", args.IfName, err), nil)
 	}
 	if c.MacSpoofChk {
 		if err := checkSpoof(p.HostName(), prev.Interfaces); err != nil {

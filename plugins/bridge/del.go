@@ -12,6 +12,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -42,6 +43,7 @@ func teardown(c *netconf.Bridge, r *attach.Record) error {
 		func() error { return qosport.RemoveRules(a) },
 		func() (err error) { addrs, err = p.Remove(); return err },
 		func() error { return removeSpoofCheck(c, p.HostName()) },
+		func() error { return portguard.Remove(p.HostName()) },
 	)
 	if c.IPMasq {
 		if len(addrs) == 0 { // the pod's interface was already gone

@@ -12,6 +12,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/vlan/trunk"
 )
 
@@ -45,8 +46,11 @@ func addBridged(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *
 		return nil, err
 	}
 	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
-	_, err = p.Configure(res)
-	return res, err
+	if _, err = p.Configure(res); err != nil || c.PortSecurity == nil {
+		return res, err
+	}
+	undo.Push(func() error { return portguard.Remove(p.HostName()) })
+	return res, portguard.Secure(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, br, res)
 }
 
 // join makes sure the VLAN's devices exist and plugs the pod's veth into the
@@ -90,5 +94,8 @@ func checkBridged(c *netconf.VLAN, args *skel.CmdArgs, prev *current.Result) err
 	}
 	p := port(args.ContainerID, args.IfName, args.Netns)
 	p.BridgeIndex = br.Attrs().Index
-	return p.Check(prev)
+	if err := p.Check(prev); err != nil {
+		return err
+	}
+	return portguard.Check(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, prev)
 }

@@ -2,11 +2,13 @@ package vlan
 
 import (
 	"context"
+	"errors"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -33,7 +35,7 @@ func teardown(c *netconf.VLAN, r *attach.Record) error {
 	if r.Bridge != "" {
 		p := port(containerID, ifname, netnsPath)
 		a.HostIf = p.HostName()
-		remove = func() error { return leave(c, p) }
+		remove = func() error { return errors.Join(leave(c, p), portguard.Remove(p.HostName())) }
 	}
 	if err := attach.Parallel(func() error { return qosport.RemoveRules(a) }, remove); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
@@ -55,6 +56,12 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
 	if _, err := p.Configure(res); err != nil {
 		return nil, err
+	}
+	if c.PortSecurity != nil {
+		undo.Push(func() error { return portguard.Remove(p.HostName()) })
+		if err := portguard.Secure(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, br, res); err != nil {
+			return nil, err
+		}
 	}
 	if c.EffectiveQoS != nil {
 		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}

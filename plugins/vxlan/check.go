@@ -11,6 +11,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
@@ -35,6 +36,9 @@ func cmdCheck(args *skel.CmdArgs) error {
 	p.BridgeIndex = br.Attrs().Index
 	if err := p.Check(prev); err != nil {
 		return attach.Internal(err, nil)
+	}
+	if err := portguard.Check(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, prev); err != nil {
+		return attach.Internal(fmt.Errorf("port security of %q: %w", args.IfName, err), nil)
 	}
 	if c.EffectiveQoS != nil {
 		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}

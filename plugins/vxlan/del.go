@@ -9,6 +9,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 )
@@ -44,6 +45,7 @@ func teardown(c *netconf.VXLAN, r *attach.Record) error {
 	err := attach.Parallel(
 		func() error { return qosport.RemoveRules(a) },
 		func() error { return leave(c, p) },
+		func() error { return portguard.Remove(p.HostName()) },
 	)
 	if err != nil {
 		return err

@@ -1,0 +1,129 @@
+// Package portguard is the security of a pod's port on a host bridge, the
+// part netclass-bridge, netclass-vxlan and netclass-vlan (bridged) share
+// with netclass-dra's agent: the port's guard (plugins/kernel/nft: what the
+// pod may send: its MAC, its addresses, no router advertisements, no
+// tagged frames; closed until netclass-dra opens it) and, on DEL, the port's
+// NetworkPolicy, which the agent keeps on the host side of the port. All of
+// it lives in the host's namespace, out of the pod's reach.
+package portguard
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+)
+
+// Port is a pod's interface whose host end is a port of a host bridge.
+type Port struct {
+	PodNS, IfName string
+	HostIf        string
+}
+
+// GuardOf returns the guard of the port: the pod end's MAC and link-local
+// addresses, read from the pod, and the addresses IPAM gave it (ips; none:
+// sources are not checked, the pod picks its own).
+func GuardOf(p Port, ips []netip.Addr) (nft.Guard, error) {
+	var g nft.Guard
+	err := netns.Do(p.PodNS, func() error {
+		l, err := link.ByName(p.IfName)
+		if err != nil {
+			return err
+		}
+		g.MAC = l.Attrs().HardwareAddr
+		if len(ips) == 0 {
+			return nil
+		}
+		lls, err := link.Addrs(l, true)
+		for _, a := range lls {
+			if a.IsLinkLocalUnicast() {
+				g.V6 = append(g.V6, a)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return g, fmt.Errorf("read %q in %s: %w", p.IfName, p.PodNS, err)
+	}
+	g.CheckIPs = len(ips) > 0
+	for _, a := range ips {
+		if a.Is4() {
+			g.V4 = append(g.V4, a)
+		} else {
+			g.V6 = append(g.V6, a)
+		}
+	}
+	return g, nil
+}
+
+// ResultIPs returns the addresses of a CNI result's IP configurations.
+func ResultIPs(res *current.Result) []netip.Addr {
+	var out []netip.Addr
+	for _, ipc := range res.IPs {
+		if a, ok := netip.AddrFromSlice(ipc.Address.IP); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+// Secure puts the port under the guard ps asks for, once ADD configured
+// the pod end with res; nothing is done without ps. A port that starts
+// closed is closed before it is guarded, and its bridge hands its IP
+// traffic to the host's inet hooks, where its NetworkPolicy will be.
+func Secure(ps *netconf.PortSecurity, p Port, bridge netlink.Link, res *current.Result) error {
+	if ps == nil || !ps.SpoofCheck {
+		return nil
+	}
+	if ps.StartClosed {
+		if err := link.BridgeNetfilter(bridge); err != nil {
+			return fmt.Errorf("portSecurity.startClosed: %w", err)
+		}
+	}
+	g, err := GuardOf(p, ResultIPs(res))
+	if err != nil {
+		return err
+	}
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	if err := nft.InstallGuard(c, p.HostIf, g, ps.StartClosed); err != nil {
+		return fmt.Errorf("guard port %q: %w", p.HostIf, err)
+	}
+	return nil
+}
+
+// Check verifies the port's guard against the attachment's result.
+func Check(ps *netconf.PortSecurity, p Port, res *current.Result) error {
+	if ps == nil || !ps.SpoofCheck {
+		return nil
+	}
+	g, err := GuardOf(p, ResultIPs(res))
+	if err != nil {
+		return err
+	}
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return nft.CheckGuard(c, p.HostIf, g)
+}
+
+// Remove deletes the host end's guard and host-side NetworkPolicy, whatever
+// the configuration says (the agent may have added them to an older
+// attachment); none is success. It needs only the host end's name.
+func Remove(hostIf string) error {
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return errors.Join(nft.DeleteGuard(c, hostIf), nft.DeleteHostPolicy(c, hostIf))
+}
