@@ -62,6 +62,7 @@ func ConfList(in Input) ([]byte, error) {
 	delete(main, "cniVersion")
 	setCapabilities(main, in.Config, in.DeviceID != "")
 	setStateDirs(main)
+	setPortSecurity(main, in.Network.Type)
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
 		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]})
@@ -142,6 +143,20 @@ func setStateDirs(main map[string]any) {
 			ipam["dataDir"] = IPAMStateDir
 		}
 	}
+}
+
+// setPortSecurity guards every port on a host bridge netclass-dra makes
+// (whatever the network's parameters say): the pod's MAC and addresses are
+// enforced at the port, and the port passes nothing until the agent has
+// put the attachment's NetworkPolicy in place and opened it (qosagent.Guard),
+// so a pod is never up without its policy, whatever happens to the daemon.
+func setPortSecurity(main map[string]any, typ string) {
+	bridged := typ == netconf.TypeBridge || typ == netconf.TypeVXLAN || (typ == netconf.TypeVLAN && main["linkInContainer"] != true)
+	if !bridged {
+		delete(main, "portSecurity")
+		return
+	}
+	main["portSecurity"] = map[string]any{"spoofCheck": true, "startClosed": true}
 }
 
 func setCapabilities(main map[string]any, cfg *contract.AttachmentConfig, deviceID bool) {

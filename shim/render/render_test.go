@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -270,3 +271,37 @@ func mustConfList(t *testing.T, in Input) []byte {
 }
 
 func ptrInt(v int) *int { return &v }
+
+// Every port on a host bridge netclass-dra makes is guarded and starts
+// closed, whatever the network's parameters say; an interface without a
+// host port (a VF, a VLAN made in the pod) gets no portSecurity, which its
+// plugin would refuse.
+func TestPortSecurity(t *testing.T) {
+	guarded := map[string]any{"spoofCheck": true, "startClosed": true}
+	for _, tc := range []struct {
+		name, typ, config string
+		want              any
+	}{
+		{"bridge", "netclass-bridge", `{"type":"netclass-bridge","bridge":"b0"}`, guarded},
+		{"bridge that turned it off", "netclass-bridge", `{"type":"netclass-bridge","portSecurity":{"spoofCheck":false}}`, guarded},
+		{"vxlan", "netclass-vxlan", `{"type":"netclass-vxlan","vni":100,"remotes":["192.0.2.2"],"master":"eth1"}`, guarded},
+		{"vlan on a host bridge", "netclass-vlan", `{"type":"netclass-vlan","master":"eth1","vlanId":10}`, guarded},
+		{"vlan in the pod", "netclass-vlan", `{"type":"netclass-vlan","master":"eth1","vlanId":10,"linkInContainer":true,"portSecurity":{"spoofCheck":true}}`, nil},
+		{"sriov", "netclass-sriov", `{"type":"netclass-sriov","master":"eth1"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "n"}, Type: tc.typ, Config: json.RawMessage(tc.config)}
+			out, err := ConfList(Input{Network: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := decode(t, out).Plugins[0]["portSecurity"]
+			if tc.want == nil && ok {
+				t.Errorf("portSecurity %v, want none", got)
+			}
+			if tc.want != nil && fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("portSecurity %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

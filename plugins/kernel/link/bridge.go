@@ -118,3 +118,18 @@ func IsBridgePort(l netlink.Link) (bool, error) {
 	_, ok := m.(*netlink.Bridge)
 	return ok, nil
 }
+
+// BridgeOf returns the Linux bridge the named link is a port of (ok false
+// when it is not a bridge's port).
+func BridgeOf(name string) (br netlink.Link, ok bool, err error) {
+	l, err := ByName(name)
+	if err != nil || l.Attrs().MasterIndex == 0 {
+		return nil, false, err
+	}
+	m, err := ByIndex(l.Attrs().MasterIndex)
+	if err != nil {
+		return nil, false, err
+	}
+	_, ok = m.(*netlink.Bridge)
+	return m, ok, nil
+}

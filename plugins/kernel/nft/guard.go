@@ -232,6 +232,19 @@ func CheckGuard(c *nftables.Conn, hostIf string, g Guard) error {
 	return guardShared.check(c, hostIf, guardPort(hostIf, g))
 }
 
+// GuardedPorts lists the host ends that have a source check.
+func GuardedPorts(c *nftables.Conn) (map[string]bool, error) {
+	st, err := guardShared.read(c)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for p := range st.chains {
+		out[p] = true
+	}
+	return out, nil
+}
+
 // HasGuard reports whether the host end has a source check.
 func HasGuard(c *nftables.Conn, hostIf string) (bool, error) {
 	st, err := guardShared.read(c)

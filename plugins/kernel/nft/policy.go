@@ -121,6 +121,12 @@ func CheckPolicy(c *nftables.Conn, ifname string, plan *netpol.Plan) error {
 	return verify(c, policyRuleset(ifname, plan))
 }
 
+// HasPolicy reports whether the interface has a policy table (in the
+// namespace c is connected to).
+func HasPolicy(c *nftables.Conn, ifname string) (bool, error) {
+	return tableExists(c, policyTable(ifname))
+}
+
 // DeletePolicy removes the interface's policy table; none is success. It
 // reports whether there was one.
 func DeletePolicy(c *nftables.Conn, ifname string) (bool, error) {

@@ -1,0 +1,159 @@
+package podpolicy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/portguard"
+	"github.com/netclass-dev/netclass/plugins/qosport"
+)
+
+// place is where an interface's policy lives: on the host end of its port
+// (hostIf set) or in its pod.
+type place struct {
+	hostIf string
+	bridge netlink.Link
+	mac    net.HardwareAddr
+	// podTable: the pod still holds a policy table of an older netclass,
+	// which goes once the port holds the policy.
+	podTable bool
+}
+
+// locate finds where the interface's policy lives.
+func locate(f Interface) (place, error) {
+	hostIf, err := qosport.HostEnd(f.PodNS, f.IfName)
+	if err != nil || hostIf == "" {
+		return place{}, err
+	}
+	br, ok, err := link.BridgeOf(hostIf)
+	if err != nil || !ok {
+		return place{}, err
+	}
+	p := place{hostIf: hostIf, bridge: br, mac: f.MAC}
+	if p.mac == nil {
+		err = netns.Do(f.PodNS, func() error {
+			l, err := link.ByName(f.IfName)
+			if err == nil {
+				p.mac = l.Attrs().HardwareAddr
+			}
+			return err
+		})
+	}
+	if err == nil {
+		err = nft.InNamespace(f.PodNS, func(c *nftables.Conn) (err error) {
+			p.podTable, err = nft.HasPolicy(c, f.IfName)
+			return err
+		})
+	}
+	if err != nil {
+		return place{}, fmt.Errorf("interface %q of %s: %w", f.IfName, f.PodNS, err)
+	}
+	return p, nil
+}
+
+// syncPorts brings the policies of bridged ports to their plans on the
+// host, makes sure each port is guarded (an attachment of an older netclass
+// was made without), and opens the ports whose policy is in place.
+func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		for _, i := range idx {
+			out[i].Err = err
+		}
+		return
+	}
+	ports := map[string]nft.HostPort{}
+	at := map[string]int{}
+	for _, i := range idx {
+		w := where[i]
+		if err := link.BridgeNetfilter(w.bridge); err != nil {
+			out[i].Err = fmt.Errorf("policy of %q on %q: %w", ifs[i].IfName, w.hostIf, err)
+			continue
+		}
+		ports[w.hostIf], at[w.hostIf] = nft.HostPort{Bridge: w.bridge.Attrs().Name, MAC: w.mac, Addrs: ifs[i].IPs, Plan: ifs[i].Plan}, i
+	}
+	guarded, gerr := nft.GuardedPorts(c)
+	var open []string
+	for h, r := range nft.SyncHostPolicies(c, ports) {
+		i := at[h]
+		out[i].Changed = r.Changed
+		if r.Err != nil {
+			out[i].Err = fmt.Errorf("policy of %q on %q: %w", ifs[i].IfName, h, r.Err)
+			continue
+		}
+		if changed, err := ensureGuard(c, ifs[i], h, guarded, gerr); err != nil {
+			out[i].Err = err
+			continue
+		} else if changed {
+			out[i].Changed = true
+		}
+		open = append(open, h)
+	}
+	if err := nft.OpenGuard(c, open...); err != nil {
+		for _, h := range open {
+			out[at[h]].Err = err
+		}
+		return
+	}
+	dropPodTables(ifs, where, open, at, out)
+}
+
+// ensureGuard installs the port's guard when it has none.
+func ensureGuard(c *nftables.Conn, f Interface, hostIf string, guarded map[string]bool, readErr error) (bool, error) {
+	if readErr != nil {
+		return false, readErr
+	}
+	if guarded[hostIf] {
+		return false, nil
+	}
+	g, err := portguard.GuardOf(portguard.Port{PodNS: f.PodNS, IfName: f.IfName, HostIf: hostIf}, f.IPs)
+	if err == nil {
+		err = nft.InstallGuard(c, hostIf, g, false)
+	}
+	if err != nil {
+		return false, fmt.Errorf("guard port %q of %q: %w", hostIf, f.IfName, err)
+	}
+	return true, nil
+}
+
+// dropPodTables removes the policy tables an older netclass left in the
+// pods of ports that now hold their policy on the host.
+func dropPodTables(ifs []Interface, where []place, open []string, at map[string]int, out []Result) {
+	var todo []int
+	for _, h := range open {
+		if i := at[h]; where[i].podTable {
+			todo = append(todo, i)
+		}
+	}
+	parallel(len(todo), func(j int) {
+		i := todo[j]
+		err := nft.InNamespace(ifs[i].PodNS, func(c *nftables.Conn) error {
+			_, err := nft.DeletePolicy(c, ifs[i].IfName)
+			return err
+		})
+		if err != nil {
+			out[i].Err = errors.Join(out[i].Err, fmt.Errorf("remove the pod's old policy table of %q: %w", ifs[i].IfName, err))
+		}
+		out[i].Changed = true
+	})
+}
+
+// syncInPod brings the policy table of an interface without a host port,
+// in its pod's namespace, to its plan.
+func syncInPod(f Interface) (changed bool, err error) {
+	err = nft.InNamespace(f.PodNS, func(c *nftables.Conn) error {
+		changed, err = nft.SyncPolicy(c, f.IfName, f.Plan)
+		return err
+	})
+	if err != nil {
+		return changed, fmt.Errorf("policy of %q: %w", f.IfName, err)
+	}
+	return changed, nil
+}

@@ -1,0 +1,83 @@
+package podpolicy
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/test/nstest"
+)
+
+// A bridged port's policy goes to the host side of the port, the port
+// gets a guard if it had none and opens once both are in place, and a
+// policy table an older netclass left in the pod goes.
+func TestSyncPutsABridgedPortsPolicyOnTheHost(t *testing.T) {
+	host, a, b := nstest.New(t), nstest.New(t), nstest.New(t)
+	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")
+	nstest.Veth(t, host, "hb", "", b, "net1", "10.97.0.2/24")
+	host.Bridge(t, "br0", "ha", "hb")
+	ipA := netip.MustParseAddr("10.97.0.1")
+	macA := a.Link(t, "net1").Attrs().HardwareAddr
+	inHost := func(fn func(c *nftables.Conn) error) {
+		t.Helper()
+		if err := nft.InNamespace(host.Path, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a's port starts closed, as netclass-dra's ADD leaves it; its pod holds an old table
+	inHost(func(c *nftables.Conn) error { return nft.InstallGuard(c, "ha", nft.Guard{MAC: macA}, true) })
+	if err := nft.InNamespace(a.Path, func(c *nftables.Conn) error {
+		_, err := nft.SyncPolicy(c, "net1", &netpol.Plan{Egress: netpol.Direction{Isolated: true}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deny := &netpol.Plan{Ingress: netpol.Direction{Isolated: true}}
+	ifs := []Interface{{PodNS: a.Path, IfName: "net1", IPs: []netip.Addr{ipA}, Plan: deny},
+		{PodNS: b.Path, IfName: "net1", IPs: []netip.Addr{netip.MustParseAddr("10.97.0.2")}, Plan: &netpol.Plan{}}}
+	for round, want := range []bool{true, false} {
+		var res []Result
+		host.Do(t, func() error { res = Sync(ifs); return nil })
+		for i, r := range res {
+			if r.Err != nil || (i == 0 && r.Changed != want) {
+				t.Fatalf("round %d, interface %d: changed %v, %v", round, i, r.Changed, r.Err)
+			}
+		}
+	}
+	inHost(func(c *nftables.Conn) error {
+		closed, err := nft.GuardClosed(c)
+		if err != nil || closed["ha"] {
+			return fmt.Errorf("a's port is still closed (%v)", err)
+		}
+		guarded, err := nft.GuardedPorts(c)
+		if err != nil || !guarded["hb"] {
+			return fmt.Errorf("b's port got no guard (%v)", err)
+		}
+		return nft.CheckHostPolicy(c, "ha", nft.HostPort{Bridge: "br0", MAC: macA, Addrs: []netip.Addr{ipA}, Plan: deny})
+	})
+	if err := nft.InNamespace(a.Path, func(c *nftables.Conn) error {
+		if ok, err := nft.HasPolicy(c, "net1"); err != nil || ok {
+			return fmt.Errorf("the old table is still in the pod (%v)", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// the host enforces it: b cannot reach a, a reaches b
+	var l net.Listener
+	a.Do(t, func() (err error) { l, err = net.Listen("tcp", "10.97.0.1:80"); return err })
+	defer l.Close()
+	b.Do(t, func() error {
+		if c, err := net.DialTimeout("tcp", "10.97.0.1:80", 300*time.Millisecond); err == nil {
+			c.Close()
+			return fmt.Errorf("b reached a, whose ingress is denied")
+		}
+		return nil
+	})
+}
