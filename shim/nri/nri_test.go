@@ -353,7 +353,16 @@ func TestReconcile(t *testing.T) {
 		h.put(t, c)
 	}
 	pods := []*api.PodSandbox{h.sandbox("sb2", "p2"), h.sandbox("sb3", "p3"), h.sandbox("sb4", "p4")}
+	var secured []string // the attachments given their policy (their ports open)
+	h.plugin.Secure = func(_ context.Context, _ *checkpoint.Claim, _ *checkpoint.Device, _ checkpoint.Pod, at checkpoint.Attachment) error {
+		secured = append(secured, at.SandboxID)
+		return nil
+	}
 	h.plugin.Reconcile(context.Background(), pods)
+	slices.Sort(secured)
+	if want := []string{"sb2", "sb3", "sb4"}; !slices.Equal(secured, want) {
+		t.Errorf("secured %v, want %v: an adopted or redone attachment would stay closed, or open without its policy", secured, want)
+	}
 	calls := h.cni.Calls()
 	slices.Sort(calls)
 	want := []string{"ADD red sb3 net1", "ADD red sb4 net1", "DEL blue sb-gone net1", "DEL red sb3 net1"}

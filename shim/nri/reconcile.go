@@ -130,13 +130,22 @@ func (p *Plugin) maybeAlive(a checkpoint.Attachment, epoch uint64) string {
 }
 
 // adopt settles an attachment whose ADD was interrupted: a cached result
-// means ADD completed; otherwise the half-done attachment is deleted and
-// attachMissing redoes it.
+// means ADD completed, and the attachment is secured (its policy, which
+// the crash may have kept from it: its port stayed closed meanwhile) and
+// kept; otherwise the half-done attachment is deleted and attachMissing
+// redoes it. An adopted attachment that cannot be secured now stays
+// closed until the agent's next sync secures it.
 func (p *Plugin) adopt(ctx context.Context, c *checkpoint.Claim, idx int, d checkpoint.Device, pod checkpoint.Pod, a checkpoint.Attachment) bool {
 	res, ok, err := p.CNI.Cached(d.ConfList, cniAttachment(pod, d, a))
 	if err == nil && ok {
 		a.State = checkpoint.Attached
 		a.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
+		if p.Secure != nil {
+			if serr := p.Secure(ctx, c, &d, pod, a); serr != nil {
+				klog.FromContext(ctx).Error(serr, "Securing an adopted attachment failed; its port stays closed until the agent secures it",
+					"claim", klog.KRef(c.Namespace, c.Name), "interface", a.IfName)
+			}
+		}
 		err = p.Store.Update(c.UID, func(rec *checkpoint.Claim) error {
 			rec.Devices[idx].SetAttachment(a)
 			return nil

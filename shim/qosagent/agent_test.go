@@ -102,6 +102,7 @@ func (k *fakeKernel) sync(items []Item) []Result {
 // address (a network without IPAM).
 type fixture struct {
 	claims   *fakeClaims
+	networks fakeNetworks
 	policies fakePolicies
 	pods     fakePods
 	peers    *fakePeers
@@ -122,12 +123,13 @@ func newFixture() *fixture {
 	}
 	f := &fixture{
 		claims:   &fakeClaims{claims: []*checkpoint.Claim{claim}},
+		networks: fakeNetworks{"blue": {Ref: blue}},
 		policies: fakePolicies{},
 		pods:     fakePods{"a": {"app": "web"}, "b": {"app": "db"}},
 		peers:    &fakePeers{},
 		kernel:   &fakeKernel{},
 	}
-	f.agent = New(f.claims, fakeNetworks{"blue": {Ref: blue}}, f.policies, f.pods, f.peers, f.kernel.sync)
+	f.agent = New(f.claims, f.networks, f.policies, f.pods, f.peers, f.kernel.sync)
 	return f
 }
 
@@ -361,5 +363,30 @@ func TestNetworkPoliciesAreEnforcedPerPod(t *testing.T) {
 	f.agent.Sync(ctx)
 	if p := k["/ns/a/net1"]; p == nil || !p.IsZero() {
 		t.Errorf("pod a after the label went: %+v, want open", p)
+	}
+}
+
+// A network withdrawn from the node (disabled, deleted) leaves its pods
+// running: their policies stay current, revocations included.
+func TestPoliciesOfAWithdrawnNetworkStayCurrent(t *testing.T) {
+	f := newFixture()
+	k := fakePolicyKernel{}
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "deny",
+		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	pols := []*networkingv1.NetworkPolicy{deny}
+	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return pols, nil }, Kernel: k.sync}
+	ctx := context.Background()
+	f.agent.Sync(ctx)
+	delete(f.networks, "blue")
+	deny.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}} // now allows everything in
+	f.agent.Sync(ctx)
+	if p := k["/ns/a/net1"]; p == nil || !p.Ingress.Isolated || len(p.Ingress.Allow) != 1 {
+		t.Errorf("pod a of the withdrawn network: policy %+v, want the edited one", p)
+	}
+	pols = nil
+	f.agent.Sync(ctx)
+	if p := k["/ns/a/net1"]; p == nil || !p.IsZero() {
+		t.Errorf("pod a of the withdrawn network after its policy went: %+v, want none", p)
 	}
 }

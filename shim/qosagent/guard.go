@@ -12,23 +12,20 @@ import (
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 )
 
-// Guard gives an attachment that was just added its NetworkPolicy table,
-// before its pod's containers start: the NRI hook calls it after the ADD,
-// holding the claim (nri.Plugin.Secure), so a pod a policy selects is never
-// open on the network, not even until the agent's next sync. pod is the
-// pod as the API has it now. A plan that isolates nothing costs no kernel
-// access here; it is not recorded either, so the next sync checks that no
-// table is there (an ADD redone after a crash reuses the namespace).
+// Guard gives an attachment that was just added its NetworkPolicy, before
+// its pod's containers start: the NRI hook calls it after the ADD, holding
+// the claim (nri.Plugin.Secure). The port ADD left closed is opened once the
+// policy is in place, also when no policy selects the pod, and whether or
+// not its network is still offered: a pod is never up without its policy,
+// nor kept closed without reason. pod is the pod as the API has it now.
+// Guard returns when ctx ends (NRI's budget), the attachment then failing.
 func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev *checkpoint.Device, at checkpoint.Attachment) error {
 	if a.NetPol == nil {
 		return nil
 	}
-	offer, ok := a.networks.Lookup(dev.Device)
-	if !ok || offer.Network.Ref != dev.Network {
-		return nil // not a network of the node's any more: the sync leaves it alone too
-	}
+	net, _ := a.networkOf(dev)
 	var out Outcome
-	plan := a.policyPlan(pod, offer.Network, &out)
+	plan := a.policyPlan(pod, net, &out)
 	if plan == nil {
 		return out.Err
 	}
@@ -36,19 +33,36 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 		klog.FromContext(ctx).Info("Some NetworkPolicy rules are not enforced (what they allow stays closed)",
 			"pod", klog.KObj(pod), "network", dev.Network.String(), "reason", out.PolicyIgnored.Error())
 	}
-	if plan.IsZero() {
-		return nil
+	res, err := a.policyWithin(ctx, []podpolicy.Interface{policyItem(at, plan)})
+	if err == nil {
+		err = res[0].Err
 	}
-	res := a.NetPol.Kernel([]podpolicy.Interface{{PodNS: at.NetNS, IfName: at.IfName, Plan: plan}})
-	if err := res[0].Err; err != nil {
+	if err != nil {
 		return fmt.Errorf("NetworkPolicies %v: %w", out.Policies, err)
 	}
-	klog.FromContext(ctx).V(2).Info("NetworkPolicy installed before the pod starts", "pod", klog.KObj(pod),
+	klog.FromContext(ctx).V(2).Info("NetworkPolicy in place before the pod starts", "pod", klog.KObj(pod),
 		"interface", at.IfName, "network", dev.Network.String(), "networkPolicies", out.Policies)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.appliedPol[attachmentKey(claim, at)] = plan
 	return nil
+}
+
+// policyWithin runs the policy kernel, giving up when ctx ends first (the
+// call goes on; the caller fails the attachment, whose DEL removes what it
+// did).
+func (a *Agent) policyWithin(ctx context.Context, items []podpolicy.Interface) ([]podpolicy.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	done := make(chan []podpolicy.Result, 1)
+	go func() { done <- a.NetPol.Kernel(items) }()
+	select {
+	case res := <-done:
+		return res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the policy was not in place in time: %w", ctx.Err())
+	}
 }
 
 // attachmentKey names an attachment in the agent's caches.

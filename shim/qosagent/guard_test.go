@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -14,8 +15,8 @@ import (
 )
 
 // Guard isolates a selected pod's new attachment at once, and the next
-// sync finds it already right; a pod no policy selects costs no kernel
-// call; a kernel failure fails the attachment.
+// sync finds it already right; a pod no policy selects gets its (empty)
+// policy too, which opens its port; a kernel failure fails the attachment.
 func TestGuardIsolatesBeforeThePodStarts(t *testing.T) {
 	f := newFixture()
 	k := fakePolicyKernel{}
@@ -42,21 +43,54 @@ func TestGuardIsolatesBeforeThePodStarts(t *testing.T) {
 	if err := f.agent.Guard(ctx, pod("b", f.pods["b"]), claim.UID, dev, dev.Attachments[1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := k["/ns/b/net1"]; ok {
-		t.Error("Guard touched the kernel for a pod no policy selects")
+	if p, ok := k["/ns/b/net1"]; !ok || !p.IsZero() {
+		t.Errorf("Guard left pod b's port as ADD left it (closed): policy %+v, want an empty one applied", p)
 	}
 	clear(k)
 	f.agent.Sync(ctx)
-	if _, ok := k["/ns/a/net1"]; ok {
-		t.Error("the sync after Guard synced pod a's table again")
-	}
-	if p, ok := k["/ns/b/net1"]; !ok || !p.IsZero() {
-		t.Errorf("the sync after Guard did not check that pod b has no table (%+v)", p)
+	if len(k) != 0 {
+		t.Errorf("the sync after Guard synced again: %v", k)
 	}
 	kernel = func(items []podpolicy.Interface) []podpolicy.Result {
 		return []podpolicy.Result{{Err: errors.New("netns gone")}}
 	}
 	if err := f.agent.Guard(ctx, pod("a", f.pods["a"]), claim.UID, dev, dev.Attachments[0]); err == nil {
 		t.Error("Guard succeeded although the kernel failed")
+	}
+}
+
+// Guard gives up when the NRI budget ends, the kernel call still running,
+// and the attachment fails; it also guards an attachment whose network is
+// no longer offered (the pod's port would stay closed otherwise).
+func TestGuardHonoursItsDeadlineAndUnofferedNetworks(t *testing.T) {
+	f := newFixture()
+	release := make(chan struct{})
+	defer close(release)
+	var synced []podpolicy.Interface
+	f.agent.NetPol = &NetPolicies{
+		List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
+		Kernel: func(items []podpolicy.Interface) []podpolicy.Result {
+			if items[0].PodNS == "/ns/a" {
+				<-release
+			}
+			synced = append(synced, items...)
+			return make([]podpolicy.Result, len(items))
+		},
+	}
+	claim := f.claims.claims[0]
+	dev := &claim.Devices[0]
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.agent.Guard(ctx, pod, claim.UID, dev, dev.Attachments[0]); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Guard with a stuck kernel: %v, want the deadline's error", err)
+	}
+	delete(f.networks, dev.Device) // withdrawn
+	pod.Name, pod.UID = "b", "b"
+	if err := f.agent.Guard(context.Background(), pod, claim.UID, dev, dev.Attachments[1]); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0].PodNS != "/ns/b" {
+		t.Errorf("the attachment of a withdrawn network got no policy: %v", synced)
 	}
 }

@@ -55,12 +55,12 @@ func Summarise(outs []qosagent.Outcome) map[types.NamespacedName]Entry {
 		for _, name := range o.Selected {
 			key := types.NamespacedName{Namespace: o.Pod.Namespace, Name: name}
 			e := entries[key]
-			if o.Err == nil {
+			if o.QoSErr == nil { // a NetworkPolicy's failure is not the NetworkQoS's
 				e.Attachments++
 			} else {
 				failed[key]++
 				if e.Failure == "" {
-					e.Failure = o.Err.Error()
+					e.Failure = o.QoSErr.Error()
 				}
 			}
 			entries[key] = e

@@ -17,16 +17,19 @@ import (
 )
 
 func out(pod string, err error, selected ...string) qosagent.Outcome {
-	return qosagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Selected: selected, Err: err}
+	return qosagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Selected: selected, QoSErr: err, Err: err}
 }
 
 func TestSummarise(t *testing.T) {
 	fail := errors.New("pod t1/b interface net1: netns vanished")
+	policyFailed := out("e", nil, "web") // its NetworkPolicy failed, its QoS holds
+	policyFailed.PolicyErr = errors.New("policy of net1: netns vanished")
+	policyFailed.Err = policyFailed.PolicyErr
 	got := Summarise([]qosagent.Outcome{
-		out("a", nil, "web", "all"), out("b", fail, "all"), out("c", nil), out("d", fail, "all"),
+		out("a", nil, "web", "all"), out("b", fail, "all"), out("c", nil), out("d", fail, "all"), policyFailed,
 	})
 	want := map[types.NamespacedName]Entry{
-		{Namespace: "t1", Name: "web"}: {Attachments: 1},
+		{Namespace: "t1", Name: "web"}: {Attachments: 2},
 		{Namespace: "t1", Name: "all"}: {Attachments: 1, Failure: "2 attachments failed; the first: pod t1/b interface net1: netns vanished"},
 	}
 	if len(got) != len(want) {

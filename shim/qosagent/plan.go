@@ -1,0 +1,210 @@
+package qosagent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"reflect"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/netpolicy"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/render"
+)
+
+// Sync brings every running attachment of the node to its desired plan and
+// returns what it did, attachment by attachment. The plans are computed
+// from a snapshot of the checkpoint; the attachments whose plan differs
+// from the one they hold are then synced in one batch (one nftables
+// transaction for the node's ports), holding their claims' locks, each
+// checked against its claim's current record first.
+func (a *Agent) Sync(ctx context.Context) []Outcome {
+	start := time.Now()
+	var outs []Outcome
+	var todo []pending
+	seen := map[string]bool{}
+	for _, c := range a.claims.Claims() {
+		for i := range c.Devices {
+			outs, todo = a.planDevice(c, &c.Devices[i], seen, outs, todo)
+		}
+	}
+	a.forgetUnseen(seen)
+	outs = append(outs, a.apply(ctx, todo)...)
+	slices.SortFunc(outs, func(x, y Outcome) int {
+		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
+	})
+	a.report(ctx, outs)
+	a.mu.Lock()
+	a.last = outs
+	a.mu.Unlock()
+	if a.Timed != nil {
+		a.Timed(time.Since(start), outs)
+	}
+	return outs
+}
+
+// pending is an attachment whose plans it may not hold yet.
+type pending struct {
+	claim  types.UID
+	key    string
+	at     checkpoint.Attachment
+	qos    *qos.Plan    // nil: not synced
+	policy *netpol.Plan // nil: not synced
+	out    Outcome
+}
+
+// planDevice computes the plans of the device's attached interfaces. The
+// QoS of a device recorded before the agent existed (no qos), or whose
+// network is no longer offered, is left as it is; the policy of every
+// attachment is kept current whatever becomes of its network (a withdrawn
+// network's pods still run, and a policy's revocations reach them).
+func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
+	net, offered := a.networkOf(d)
+	for _, at := range d.Attachments {
+		ref, ok := podOf(c, at.PodUID)
+		if at.State != checkpoint.Attached || !ok {
+			continue
+		}
+		pod, ok := a.pods.Pod(ref.Namespace, ref.Name, ref.UID)
+		if !ok {
+			continue // not in the cache yet, or being deleted: the next sync sees it
+		}
+		key := attachmentKey(c.UID, at)
+		seen[key] = true
+		p := pending{claim: c.UID, key: key, at: at, out: Outcome{Pod: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name},
+			PodUID: ref.UID, IfName: at.IfName, Network: d.Network}}
+		if d.QoS != nil && offered {
+			target := render.Target{Namespace: ref.Namespace, PodLabels: pod.Labels, Network: net}
+			if p.qos = a.plan(d, target, &p.out); p.qos != nil && a.holds(key, p.qos) {
+				p.qos = nil
+			}
+		}
+		if a.NetPol != nil {
+			if p.policy = a.policyPlan(pod, net, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
+				p.policy = nil
+			}
+		}
+		if p.qos == nil && p.policy == nil {
+			outs = append(outs, p.out)
+		} else {
+			todo = append(todo, p)
+		}
+	}
+	return outs, todo
+}
+
+// networkOf returns the device's network as offered on the node, or, when
+// it is not offered any more, as the record names it (which is all a
+// policy's scoping and its peers need).
+func (a *Agent) networkOf(d *checkpoint.Device) (network.Network, bool) {
+	offer, ok := a.networks.Lookup(d.Device)
+	if !ok || offer.Network.Ref != d.Network {
+		return network.Network{Ref: d.Network}, false
+	}
+	return offer.Network, true
+}
+
+// policyItem is the attachment's interface for the policy kernel, with the
+// MAC and addresses its ADD reported.
+func policyItem(at checkpoint.Attachment, plan *netpol.Plan) podpolicy.Interface {
+	it := podpolicy.Interface{PodNS: at.NetNS, IfName: at.IfName, Plan: plan}
+	if at.Result == nil {
+		return it
+	}
+	if mac, err := net.ParseMAC(at.Result.MAC); err == nil {
+		it.MAC = mac
+	}
+	for _, s := range at.Result.IPs {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			it.IPs = append(it.IPs, p.Addr())
+		}
+	}
+	return it
+}
+
+// policyPlan computes the attachment's policy, recording in out which
+// policies select it and what was left out (nil: no plan can be applied).
+func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, out *Outcome) *netpol.Plan {
+	pols, err := a.NetPol.List(pod.Namespace)
+	if err != nil {
+		out.Err = errors.Join(out.Err, fmt.Errorf("list NetworkPolicies of namespace %s: %w", pod.Namespace, err))
+		return nil
+	}
+	var ports []corev1.ContainerPort
+	for _, c := range pod.Spec.Containers {
+		ports = append(ports, c.Ports...)
+	}
+	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, a.NetPol.Peers)
+	out.Policies, out.PolicyIgnored = selected, ignored
+	return &plan
+}
+
+// holdsPolicy reports whether the attachment holds the policy plan, as
+// last applied.
+func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last, ok := a.appliedPol[key]
+	return ok && reflect.DeepEqual(last, plan)
+}
+
+// plan computes the attachment's plan, recording in out what selects it
+// and what went wrong (nil: no plan can be applied).
+func (a *Agent) plan(d *checkpoint.Device, target render.Target, out *Outcome) *qos.Plan {
+	objs, err := a.policies.NetworkQoS(target.Namespace)
+	if err != nil {
+		out.QoSErr = fmt.Errorf("list NetworkQoS of namespace %s: %w", target.Namespace, err)
+		out.Err = out.QoSErr
+		return nil
+	}
+	plan, selected, ignored, err := Desired(d.QoS.Base, objs, target, a.peers)
+	out.Selected, out.Ignored = selected, ignored
+	if err != nil {
+		out.QoSErr = fmt.Errorf("pod %s interface %s: %w", out.Pod, out.IfName, err)
+		out.Err = out.QoSErr
+	}
+	return plan
+}
+
+// holds reports whether the attachment holds the plan, as last applied.
+func (a *Agent) holds(key string, plan *qos.Plan) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last, ok := a.applied[key]
+	return ok && reflect.DeepEqual(last, plan)
+}
+
+func (a *Agent) forgetUnseen(seen map[string]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key := range a.applied {
+		if !seen[key] {
+			delete(a.applied, key)
+		}
+	}
+	for key := range a.appliedPol {
+		if !seen[key] {
+			delete(a.appliedPol, key)
+		}
+	}
+}
+
+func podOf(c *checkpoint.Claim, uid types.UID) (checkpoint.Pod, bool) {
+	for _, p := range c.Pods {
+		if p.UID == uid {
+			return p, true
+		}
+	}
+	return checkpoint.Pod{}, false
+}
