@@ -19,6 +19,7 @@ import (
 
 	"github.com/netclass-dev/netclass/plugins/kernel/sysfs"
 	"github.com/netclass-dev/netclass/shim/daemon"
+	"github.com/netclass-dev/netclass/shim/memlimit"
 )
 
 func main() {
@@ -42,6 +43,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background())
+	if limit := memlimit.Apply(); limit > 0 {
+		klog.FromContext(ctx).Info("Go memory limit set from the container's", "bytes", limit)
+	}
 	if err := run(ctx, *kubeconfig, daemon.Config{
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
 		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir,

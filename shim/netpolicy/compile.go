@@ -106,13 +106,13 @@ func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers Peers) (netpol.
 		if in {
 			plan.Ingress.Isolated = true
 			for i, r := range p.Spec.Ingress {
-				errs = append(errs, addRule(&plan.Ingress, p, fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, t, peers, true))
+				errs = append(errs, addBounded(&plan, &plan.Ingress, p, fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, t, peers, true))
 			}
 		}
 		if out {
 			plan.Egress.Isolated = true
 			for i, r := range p.Spec.Egress {
-				errs = append(errs, addRule(&plan.Egress, p, fmt.Sprintf("egress[%d]", i), r.To, r.Ports, t, peers, false))
+				errs = append(errs, addBounded(&plan, &plan.Egress, p, fmt.Sprintf("egress[%d]", i), r.To, r.Ports, t, peers, false))
 			}
 		}
 	}
@@ -159,6 +159,23 @@ func directions(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
 	}
 	return slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress),
 		slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+}
+
+// addBounded adds one rule's allows to the direction unless the rule, or
+// the plan with it, is over the bounds (limits.go): then the rule is left
+// out, with a RuleError.
+func addBounded(plan *netpol.Plan, d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, peers []networkingv1.NetworkPolicyPeer,
+	ports []networkingv1.NetworkPolicyPort, t Target, res Peers, ingress bool) error {
+	if err := ruleBounds(peers, ports); err != nil {
+		return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err}
+	}
+	n := len(d.Allow)
+	err := addRule(d, p, path, uniquePeers(peers), ports, t, res, ingress)
+	if berr := withinBudget(plan); berr != nil {
+		d.Allow = d.Allow[:n]
+		return errors.Join(err, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: berr})
+	}
+	return err
 }
 
 // addRule appends one rule's allows to the direction. In an egress rule a

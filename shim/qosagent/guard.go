@@ -25,7 +25,7 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 	}
 	net, _ := a.networkOf(dev)
 	var out Outcome
-	plan := a.policyPlan(pod, net, &out)
+	plan := a.policyPlan(pod, net, a.NetPol.Peers, &out)
 	if plan == nil {
 		return out.Err
 	}

@@ -34,9 +34,13 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	var outs []Outcome
 	var todo []pending
 	seen := map[string]bool{}
+	var peers netpolicy.Peers // what this sync resolved, each selector once
+	if a.NetPol != nil {
+		peers = netpolicy.Memo(a.NetPol.Peers)
+	}
 	for _, c := range a.claims.Claims() {
 		for i := range c.Devices {
-			outs, todo = a.planDevice(c, &c.Devices[i], seen, outs, todo)
+			outs, todo = a.planDevice(c, &c.Devices[i], peers, seen, outs, todo)
 		}
 	}
 	a.forgetUnseen(seen)
@@ -69,7 +73,7 @@ type pending struct {
 // network is no longer offered, is left as it is; the policy of every
 // attachment is kept current whatever becomes of its network (a withdrawn
 // network's pods still run, and a policy's revocations reach them).
-func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
+func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, peers netpolicy.Peers, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
 	net, offered := a.networkOf(d)
 	for _, at := range d.Attachments {
 		ref, ok := podOf(c, at.PodUID)
@@ -91,7 +95,7 @@ func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, seen map[s
 			}
 		}
 		if a.NetPol != nil {
-			if p.policy = a.policyPlan(pod, net, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
+			if p.policy = a.policyPlan(pod, net, peers, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
 				p.policy = nil
 			}
 		}
@@ -135,7 +139,7 @@ func policyItem(at checkpoint.Attachment, plan *netpol.Plan) podpolicy.Interface
 
 // policyPlan computes the attachment's policy, recording in out which
 // policies select it and what was left out (nil: no plan can be applied).
-func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, out *Outcome) *netpol.Plan {
+func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, peers netpolicy.Peers, out *Outcome) *netpol.Plan {
 	pols, err := a.NetPol.List(pod.Namespace)
 	if err != nil {
 		out.Err = errors.Join(out.Err, fmt.Errorf("list NetworkPolicies of namespace %s: %w", pod.Namespace, err))
@@ -145,7 +149,7 @@ func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, out *Outcome) *
 	for _, c := range pod.Spec.Containers {
 		ports = append(ports, c.Ports...)
 	}
-	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, a.NetPol.Peers)
+	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, peers)
 	out.Policies, out.PolicyIgnored = selected, ignored
 	return &plan
 }

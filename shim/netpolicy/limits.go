@@ -1,0 +1,134 @@
+package netpolicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/peers"
+)
+
+// Bounds of what NetworkPolicies, which namespace users write, cost
+// netclass-dra (root on every node) for one attachment. A rule over a
+// bound is left out (which only narrows what is allowed) with a RuleError,
+// and a Warning Event on the policy says so (NotEnforced). Real policies
+// stay far below them; without them one ingress rule of 20,000 ports took
+// ~40,000 nftables rules and ~31 MiB of heap per selected pod.
+const (
+	// MaxPeersPerRule bounds the peers (from, to) of one rule.
+	MaxPeersPerRule = 100
+	// MaxPortsPerRule bounds the ports of one rule.
+	MaxPortsPerRule = 100
+	// MaxExceptsPerBlock bounds the except list of one ipBlock.
+	MaxExceptsPerBlock = 100
+	// MaxRulesPerAttachment bounds the nftables rules one attachment's
+	// plan renders (an allow is a rule per family and port range).
+	MaxRulesPerAttachment = 2000
+	// MaxRangesPerAttachment bounds the address ranges in one attachment's
+	// sets.
+	MaxRangesPerAttachment = 20000
+)
+
+// ruleBounds checks a rule's own bounds.
+func ruleBounds(peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) error {
+	if len(peers) > MaxPeersPerRule {
+		return fmt.Errorf("%d peers, more than the %d netclass enforces in one rule", len(peers), MaxPeersPerRule)
+	}
+	if len(ports) > MaxPortsPerRule {
+		return fmt.Errorf("%d ports, more than the %d netclass enforces in one rule", len(ports), MaxPortsPerRule)
+	}
+	for i, p := range peers {
+		if p.IPBlock != nil && len(p.IPBlock.Except) > MaxExceptsPerBlock {
+			return fmt.Errorf("peer %d: ipBlock with %d excepts, more than the %d netclass enforces", i, len(p.IPBlock.Except), MaxExceptsPerBlock)
+		}
+	}
+	return nil
+}
+
+// cost is what a direction's allows render to.
+type cost struct{ rules, ranges int }
+
+func costOf(allows []netpol.Allow) cost {
+	var c cost
+	for _, a := range allows {
+		v4, v6 := a.Families()
+		fams := 0
+		if v4 {
+			fams++
+		}
+		if v6 {
+			fams++
+		}
+		c.rules += fams * max(1, len(a.Ports))
+		c.ranges += len(a.V4) + len(a.V6)
+	}
+	return c
+}
+
+// withinBudget checks the plan's rendering against the attachment's bounds.
+func withinBudget(plan *netpol.Plan) error {
+	in, out := costOf(plan.Ingress.Allow), costOf(plan.Egress.Allow)
+	if r := in.rules + out.rules; r > MaxRulesPerAttachment {
+		return fmt.Errorf("the attachment's policies would take %d nftables rules, more than the %d netclass enforces", r, MaxRulesPerAttachment)
+	}
+	if r := in.ranges + out.ranges; r > MaxRangesPerAttachment {
+		return fmt.Errorf("the attachment's policies would take %d address ranges, more than the %d netclass enforces", r, MaxRangesPerAttachment)
+	}
+	return nil
+}
+
+// uniquePeers drops repeated peers of a rule: a rule listing one selector
+// a thousand times costs what it costs once.
+func uniquePeers(in []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPolicyPeer {
+	seen := make(map[string]bool, len(in))
+	out := make([]networkingv1.NetworkPolicyPeer, 0, len(in))
+	for _, p := range in {
+		k, err := json.Marshal(p)
+		if err == nil && seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// Memo remembers what a Peers resolved, for the time of one sync of the
+// node's attachments: each selector of each namespace is resolved once,
+// however many rules, policies and attachments name it.
+func Memo(p Peers) Peers { return &memo{inner: p, seen: map[string]memoEntry{}} }
+
+type memo struct {
+	inner Peers
+	mu    sync.Mutex
+	seen  map[string]memoEntry
+}
+
+type memoEntry struct {
+	eps []peers.Endpoint
+	err error
+}
+
+func (m *memo) Endpoints(namespace string, to ncv1.Destination, net network.Network) ([]peers.Endpoint, error) {
+	sel, err := json.Marshal(to)
+	if err != nil {
+		return m.inner.Endpoints(namespace, to, net)
+	}
+	key := namespace + "\x00" + net.Ref.String() + "\x00" + string(sel)
+	m.mu.Lock()
+	e, ok := m.seen[key]
+	m.mu.Unlock()
+	if ok {
+		return e.eps, e.err
+	}
+	e.eps, e.err = m.inner.Endpoints(namespace, to, net)
+	m.mu.Lock()
+	m.seen[key] = e
+	m.mu.Unlock()
+	return e.eps, e.err
+}
