@@ -74,6 +74,19 @@ type ClaimStatusData struct {
 	// PodNetworkNamespace is empty for cluster-scoped network objects.
 	PodNetworkNamespace string `json:"podNetworkNamespace,omitempty"`
 	NetworkClass        string `json:"networkClass"`
+	// Pods lists each pod's interface when the claim is shared by several
+	// pods (each has its own interface on the device, and networkData
+	// shows only the latest): NetworkPolicy and NetworkQoS peers are each
+	// selected pod's own addresses. Absent for a claim of one pod.
+	Pods []PodInterface `json:"pods,omitempty"`
+}
+
+// PodInterface is one pod's interface on a shared claim's device.
+type PodInterface struct {
+	UID           string   `json:"uid"`
+	Name          string   `json:"name"`
+	InterfaceName string   `json:"interfaceName,omitempty"`
+	IPs           []string `json:"ips,omitempty"`
 }
 
 // NetworkPolicy on netclass attachments (seed 002, KEP-5790).

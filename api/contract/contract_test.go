@@ -54,7 +54,8 @@ func TestAttributes(t *testing.T) {
 }
 
 // The claim status data has the seeds' keys; a cluster-scoped network has no
-// namespace key.
+// namespace key; netclass's one addition, pods, is there only for a claim
+// several pods share.
 func TestClaimStatusData(t *testing.T) {
 	for _, tc := range []struct {
 		in   ClaimStatusData
@@ -63,14 +64,16 @@ func TestClaimStatusData(t *testing.T) {
 		{ClaimStatusData{PodNetwork: "blue", NetworkClass: "netclass"}, `{"podNetwork":"blue","networkClass":"netclass"}`},
 		{ClaimStatusData{PodNetwork: "red", PodNetworkNamespace: "tenant-a", NetworkClass: "nets"},
 			`{"podNetwork":"red","podNetworkNamespace":"tenant-a","networkClass":"nets"}`},
+		{ClaimStatusData{PodNetwork: "blue", NetworkClass: "netclass", Pods: []PodInterface{{UID: "u1", Name: "a", InterfaceName: "net1", IPs: []string{"10.0.0.2/24"}}}},
+			`{"podNetwork":"blue","networkClass":"netclass","pods":[{"uid":"u1","name":"a","interfaceName":"net1","ips":["10.0.0.2/24"]}]}`},
 	} {
 		got, err := json.Marshal(tc.in)
 		if err != nil || string(got) != tc.want {
 			t.Errorf("marshal %+v = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
-	// Each key of the data is the name of a standard attribute.
-	std := map[string]bool{}
+	// Each key of the data is the name of a standard attribute, but pods.
+	std := map[string]bool{"pods": true}
 	for _, a := range []resourceapi.QualifiedName{AttributeStdPodNetwork, AttributeStdPodNetworkNamespace, AttributeStdNetworkClass} {
 		std[strings.TrimPrefix(string(a), StandardAttributeDomain+"/")] = true
 	}
@@ -82,7 +85,7 @@ func TestClaimStatusData(t *testing.T) {
 		}
 	}
 	if typ.NumField() != len(std) {
-		t.Errorf("claim status data has %d keys, the standard attributes are %d", typ.NumField(), len(std))
+		t.Errorf("claim status data has %d keys, the standard attributes and pods are %d", typ.NumField(), len(std))
 	}
 }
 

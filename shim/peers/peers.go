@@ -125,42 +125,103 @@ func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Sele
 	}
 	var out []Endpoint
 	for _, c := range claims {
-		var ports []corev1.ContainerPort
-		served := false
+		var sel []*corev1.Pod
+		reserved := 0
 		for _, res := range c.Status.ReservedFor {
-			if p := selected[res.UID]; p != nil && res.Resource == "pods" && res.APIGroup == "" {
-				served = true
-				for _, ct := range p.Spec.Containers {
-					ports = append(ports, ct.Ports...)
-				}
+			if res.Resource != "pods" || res.APIGroup != "" {
+				continue
+			}
+			reserved++
+			if p := selected[res.UID]; p != nil {
+				sel = append(sel, p)
 			}
 		}
-		if addrs := AddressesOn(c, ref); served && len(addrs) > 0 {
-			out = append(out, Endpoint{Addrs: addrs, Ports: ports})
+		if len(sel) > 0 {
+			out = append(out, endpointsOn(c, ref, sel, reserved)...)
 		}
 	}
 	return out, nil
 }
 
-// AddressesOn returns the addresses a claim's netclass.dev status entries
-// report on the network.
-func AddressesOn(c resourceapi.ResourceClaim, ref attachment.NetworkRef) []netip.Addr {
+// endpointsOn returns the endpoints on the network of the selected pods of
+// a claim (reserved: how many pods reserve it). A claim shared by several
+// pods gives each its own interface, listed in the status data: each
+// selected pod is its own addresses (the pods it does not select, none).
+// Without that list (a claim of one pod, or written by an older netclass)
+// the status's networkData stands for the claim's pods only when every one
+// of them is selected: it may be any of theirs.
+func endpointsOn(c resourceapi.ResourceClaim, ref attachment.NetworkRef, sel []*corev1.Pod, reserved int) []Endpoint {
+	var out []Endpoint
+	for _, d := range netclassEntries(c, ref) {
+		if len(d.data.Pods) == 0 {
+			if addrs := prefixAddrs(d.ips); len(sel) == reserved && len(addrs) > 0 {
+				out = append(out, Endpoint{Addrs: addrs, Ports: podPorts(sel...)})
+			}
+			continue
+		}
+		for _, p := range sel {
+			for _, pi := range d.data.Pods {
+				if addrs := prefixAddrs(pi.IPs); pi.UID == string(p.UID) && len(addrs) > 0 {
+					out = append(out, Endpoint{Addrs: addrs, Ports: podPorts(p)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func podPorts(pods ...*corev1.Pod) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range pods {
+		for _, ct := range p.Spec.Containers {
+			out = append(out, ct.Ports...)
+		}
+	}
+	return out
+}
+
+func prefixAddrs(ips []string) []netip.Addr {
 	var out []netip.Addr
+	for _, ip := range ips {
+		if p, err := netip.ParsePrefix(ip); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+// entry is a netclass.dev status entry of a claim on a network.
+type entry struct {
+	data contract.ClaimStatusData
+	ips  []string
+}
+
+// netclassEntries returns the claim's netclass.dev status entries on the
+// network.
+func netclassEntries(c resourceapi.ResourceClaim, ref attachment.NetworkRef) []entry {
+	var out []entry
 	for _, d := range c.Status.Devices {
 		if d.Driver != contract.DriverName || d.NetworkData == nil || d.Data == nil {
 			continue
 		}
-		var data struct {
-			PodNetwork, PodNetworkNamespace, NetworkClass string
-		}
+		var data contract.ClaimStatusData
 		if json.Unmarshal(d.Data.Raw, &data) != nil || data.PodNetwork != ref.Name ||
 			data.PodNetworkNamespace != ref.Namespace || data.NetworkClass != ref.Class {
 			continue
 		}
-		for _, ip := range d.NetworkData.IPs {
-			if p, err := netip.ParsePrefix(ip); err == nil {
-				out = append(out, p.Addr())
-			}
+		out = append(out, entry{data: data, ips: d.NetworkData.IPs})
+	}
+	return out
+}
+
+// AddressesOn returns the addresses a claim's netclass.dev status entries
+// report on the network (every pod's, for a shared claim).
+func AddressesOn(c resourceapi.ResourceClaim, ref attachment.NetworkRef) []netip.Addr {
+	var out []netip.Addr
+	for _, e := range netclassEntries(c, ref) {
+		out = append(out, prefixAddrs(e.ips)...)
+		for _, p := range e.data.Pods {
+			out = append(out, prefixAddrs(p.IPs)...)
 		}
 	}
 	return out

@@ -117,3 +117,50 @@ func TestAddresses(t *testing.T) {
 		t.Fatal("an invalid selector was accepted")
 	}
 }
+
+// A claim shared by pods a (web) and b (db) has an interface in each: a
+// selector of web resolves to a's address only, whichever pod attached
+// last (networkData shows b's). Without the per-pod list (an older
+// status), an address that may be the unselected pod's is left out, and
+// used when every pod of the claim is selected.
+func TestSharedClaimResolvesEachPodsOwnAddress(t *testing.T) {
+	a, b := pod("games", "a", "web"), pod("games", "b", "db")
+	shared := func(withPods bool) resourceapi.ResourceClaim {
+		c := claim(b, "netclass", "", "blue", "10.1.0.2/24")
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: a.Name, UID: a.UID})
+		if withPods {
+			c.Status.Devices[0].Data.Raw = []byte(fmt.Sprintf(`{"podNetwork":"blue","networkClass":"netclass","pods":[`+
+				`{"uid":%q,"name":"a","interfaceName":"net1","ips":["10.1.0.1/24"]},{"uid":%q,"name":"b","interfaceName":"net1","ips":["10.1.0.2/24"]}]}`, a.UID, b.UID))
+		}
+		return c
+	}
+	blue := network.Network{Ref: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"}}
+	web := ncv1.Destination{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	for _, tc := range []struct {
+		name     string
+		withPods bool
+		to       ncv1.Destination
+		want     []string
+	}{
+		{"per-pod list, web", true, web, []string{"10.1.0.1"}},
+		{"per-pod list, every pod", true, ncv1.Destination{}, []string{"10.1.0.1", "10.1.0.2"}},
+		{"older status, web", false, web, nil},
+		{"older status, every pod", false, ncv1.Destination{}, []string{"10.1.0.2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Resolver{API: fakeAPI{pods: []corev1.Pod{a, b}, claims: []resourceapi.ResourceClaim{shared(tc.withPods)}},
+				Context: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }}
+			got, err := r.Addresses("games", tc.to, blue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s []string
+			for _, x := range got {
+				s = append(s, x.String())
+			}
+			if !slices.Equal(s, tc.want) {
+				t.Errorf("addresses %v, want %v", s, tc.want)
+			}
+		})
+	}
+}

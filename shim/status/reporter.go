@@ -12,6 +12,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 )
 
@@ -94,9 +95,11 @@ func Entries(c *checkpoint.Claim, failures map[string]error) []Entry {
 			continue
 		}
 		var last *checkpoint.Attachment
+		var pods []contract.PodInterface
 		for i := range d.Attachments {
-			if d.Attachments[i].State == checkpoint.Attached && d.Attachments[i].Result != nil {
-				last = &d.Attachments[i]
+			if a := &d.Attachments[i]; a.State == checkpoint.Attached && a.Result != nil {
+				last = a
+				pods = append(pods, contract.PodInterface{UID: string(a.PodUID), Name: podName(c, a.PodUID), InterfaceName: a.Result.InterfaceName, IPs: a.Result.IPs})
 			}
 		}
 		if last == nil {
@@ -104,9 +107,21 @@ func Entries(c *checkpoint.Claim, failures map[string]error) []Entry {
 		}
 		e.Ready = true
 		e.InterfaceName, e.MAC, e.IPs = last.Result.InterfaceName, last.Result.MAC, last.Result.IPs
+		if len(pods) > 1 {
+			e.Pods = pods
+		}
 		out = append(out, e)
 	}
 	return out
+}
+
+func podName(c *checkpoint.Claim, uid types.UID) string {
+	for _, p := range c.Pods {
+		if p.UID == uid {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 // PodRef references a pod for an Event.

@@ -43,9 +43,11 @@ type Entry struct {
 	InterfaceName string
 	MAC           string
 	IPs           []string
-	Ready         bool
-	Reason        string
-	Message       string
+	// Pods are each pod's interface, when several pods share the claim.
+	Pods    []contract.PodInterface
+	Ready   bool
+	Reason  string
+	Message string
 }
 
 // Apply builds the apply configuration of a claim's status with the entries.
@@ -65,7 +67,7 @@ func Apply(namespace, name string, entries []Entry, now time.Time) (*resourceac.
 }
 
 func deviceStatus(e Entry, now time.Time) (*resourceac.AllocatedDeviceStatusApplyConfiguration, error) {
-	data, err := json.Marshal(contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace, NetworkClass: e.Network.Class})
+	data, err := json.Marshal(contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace, NetworkClass: e.Network.Class, Pods: e.Pods})
 	if err != nil {
 		return nil, err
 	}

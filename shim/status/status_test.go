@@ -102,6 +102,13 @@ func TestEntries(t *testing.T) {
 	if !got[0].Ready || got[0].IPs[0] != "10.0.0.2/24" {
 		t.Errorf("d1: %+v, want the latest completed attachment", got[0])
 	}
+	if ps := got[0].Pods; len(ps) != 2 || ps[0].IPs[0] != "10.0.0.1/24" || ps[1].IPs[0] != "10.0.0.2/24" {
+		t.Errorf("d1's pods: %+v, want each attached pod's addresses", ps)
+	}
+	c.Devices[0].Attachments = c.Devices[0].Attachments[1:]
+	if ps := Entries(c, nil)[0].Pods; ps != nil {
+		t.Errorf("a claim of one pod lists its pods: %+v", ps)
+	}
 	if got[1].Device != "d3" || got[1].Ready || got[1].Reason != "Special" || got[1].Message != "boom" {
 		t.Errorf("d3: %+v", got[1])
 	}
