@@ -33,6 +33,21 @@ type Interface struct {
 	Plan *netpol.Plan
 }
 
+// NewInterface describes an interface as a CNI result records it: its MAC
+// ("" or unreadable: read from the pod) and addresses in CIDR form.
+func NewInterface(podNS, ifname, mac string, cidrs []string, plan *netpol.Plan) Interface {
+	f := Interface{PodNS: podNS, IfName: ifname, Plan: plan}
+	if m, err := net.ParseMAC(mac); err == nil {
+		f.MAC = m
+	}
+	for _, s := range cidrs {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			f.IPs = append(f.IPs, p.Addr())
+		}
+	}
+	return f
+}
+
 // Result is what a sync did to one interface.
 type Result struct {
 	Changed bool

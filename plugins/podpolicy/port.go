@@ -157,3 +157,35 @@ func syncInPod(f Interface) (changed bool, err error) {
 	}
 	return changed, nil
 }
+
+// Check verifies that the interface holds its plan wherever its policy
+// lives (a port's: on the host, its port guarded and open; the host is
+// the calling thread's namespace).
+func Check(f Interface) error {
+	w, err := locate(f)
+	if err != nil {
+		return err
+	}
+	if w.hostIf == "" {
+		return nft.InNamespace(f.PodNS, func(c *nftables.Conn) error { return nft.CheckPolicy(c, f.IfName, f.Plan) })
+	}
+	if w.podTable {
+		return fmt.Errorf("the pod of %q still holds a policy table, its policy is on the host", f.IfName)
+	}
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	closed, err := nft.GuardClosed(c)
+	if err != nil {
+		return err
+	}
+	guarded, err := nft.GuardedPorts(c)
+	if err != nil {
+		return err
+	}
+	if closed[w.hostIf] || !guarded[w.hostIf] {
+		return fmt.Errorf("port %q of %q: closed %v, guarded %v; want open and guarded", w.hostIf, f.IfName, closed[w.hostIf], guarded[w.hostIf])
+	}
+	return nft.CheckHostPolicy(c, w.hostIf, nft.HostPort{Bridge: w.bridge.Attrs().Name, MAC: w.mac, Addrs: f.IPs, Plan: f.Plan})
+}

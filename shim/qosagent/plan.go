@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"reflect"
 	"slices"
 	"time"
@@ -122,19 +120,10 @@ func (a *Agent) networkOf(d *checkpoint.Device) (network.Network, bool) {
 // policyItem is the attachment's interface for the policy kernel, with the
 // MAC and addresses its ADD reported.
 func policyItem(at checkpoint.Attachment, plan *netpol.Plan) podpolicy.Interface {
-	it := podpolicy.Interface{PodNS: at.NetNS, IfName: at.IfName, Plan: plan}
 	if at.Result == nil {
-		return it
+		return podpolicy.Interface{PodNS: at.NetNS, IfName: at.IfName, Plan: plan}
 	}
-	if mac, err := net.ParseMAC(at.Result.MAC); err == nil {
-		it.MAC = mac
-	}
-	for _, s := range at.Result.IPs {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			it.IPs = append(it.IPs, p.Addr())
-		}
-	}
-	return it
+	return podpolicy.NewInterface(at.NetNS, at.IfName, at.Result.MAC, at.Result.IPs, plan)
 }
 
 // policyPlan computes the attachment's policy, recording in out which

@@ -9,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/nftables"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -29,7 +27,8 @@ import (
 // no policy ever opens on node 1's web server run from before the first
 // change until the end and are never answered; once the daemon is back,
 // every policy table of node 1's attachments equals the plan computed here
-// from the API objects (shim/netpolicy, nft.CheckPolicy), and the truth
+// from the API objects (shim/netpolicy, podpolicy.Check: on the host side
+// of the bridged ports, the ports guarded and open), and the truth
 // table holds again.
 func TestNetworkPolicySurvivesSIGKILL(t *testing.T) {
 	e := harness.Shared(t)
@@ -130,6 +129,6 @@ func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error 
 		if err != nil {
 			return err
 		}
-		return nft.InNamespace(at.NetNS, func(conn *nftables.Conn) error { return nft.CheckPolicy(conn, at.IfName, &plan) })
+		return podpolicy.Check(podpolicy.NewInterface(at.NetNS, at.IfName, at.Result.MAC, at.Result.IPs, &plan))
 	})
 }
