@@ -6,6 +6,22 @@
 // Symlinks are read, never followed outside the root: only the last element
 // of a link's target is used (a PCI address or a driver name), and devices
 // are looked up again under <root>/bus/pci/devices.
+//
+// Why not github.com/k8snetworkplumbingwg/sriovnet, the field's library
+// (tried with v1.2.0 and v1.3.0, the versions that download): it reads
+// sysfs at hard-coded /sys paths, its one way to read another tree is a
+// package variable (filesystem.Fs) that only some of its functions go
+// through, and its fake filesystem deletes the directory it is given, so
+// NETCLASS_SYSFS_ROOT (DESIGN.md) could only be kept by swapping a global
+// under a lock around each call; it covers two of the reads here (a VF's
+// PF, a device's netdevs), not the PF lookup (GetPciFromNetDevice loops
+// forever on a netdev without a PCI device), numvfs/totalvfs, a PF's VF
+// list, a VF's index or its driver name (private or /sys-only readers);
+// v1.3.0 forces a vishvananda/netlink pre-release whose LinkByName no
+// longer returns a PF's VFs (the VM suite's netdevsim tests then fail);
+// and its filesystem package links afero, net/http and crypto/tls into
+// netclass-sriov (4.8 MB -> 6.2 MB, ~0.2 ms more per call). Revisit when
+// sriovnet takes a root.
 package sysfs
 
 import (
