@@ -166,13 +166,14 @@ build_cni() {
 }
 
 # The local image: an OCI layout tar with one uncompressed layer holding Debian's static busybox
-# (with its applet links) and the static pause binary from test/testbed/pause as entrypoint.
+# (with its applet links), the static pause binary from test/testbed/pause as entrypoint, and
+# test/testbed/netprobe (hand-built frames, as a default pod can send them).
 build_image() {
   local busybox=/bin/busybox key tar="$TESTBED_IMAGE_DIR/testbed-image.tar"
   [[ -x $busybox ]] || die "$busybox is missing (Debian package busybox-static)"
   key=$( {
     printf '%s\n' "$TESTBED_IMAGE" "$(dpkg-query -W -f='${Version}' busybox-static)"
-    cat "$repo/test/testbed/pause/main.go" "$here/build.sh"
+    cat "$repo/test/testbed/pause/main.go" "$repo"/test/testbed/netprobe/*.go "$repo"/test/rawframe/*.go "$here/build.sh"
   } | sha256sum | cut -d' ' -f1)
   if [[ -s $tar && $(cat "$TESTBED_IMAGE_DIR/testbed-image.key" 2>/dev/null) == "$key" ]]; then
     return 0
@@ -184,6 +185,7 @@ build_image() {
   mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/tmp" "$rootfs/proc" "$rootfs/sys" "$rootfs/dev" "$rootfs/root"
   chmod 1777 "$rootfs/tmp"
   (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$rootfs/pause" ./test/testbed/pause)
+  (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$rootfs/bin/netprobe" ./test/testbed/netprobe)
   cp "$busybox" "$rootfs/bin/busybox"
   local applet
   while read -r applet; do
@@ -205,7 +207,7 @@ build_image() {
       architecture: "amd64", os: "linux",
       config: {Entrypoint: ["/pause"], Env: ["PATH=/bin"], WorkingDir: "/"},
       rootfs: {type: "layers", diff_ids: [$diff]},
-      history: [{created_by: "netclass test bed: busybox-static and pause"}]
+      history: [{created_by: "netclass test bed: busybox-static, pause and netprobe"}]
     }' >"$work/config.json"
   local config_digest config_size
   config_digest=$(sha256sum "$work/config.json" | cut -d' ' -f1)

@@ -272,6 +272,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		return d.qos.Guard(ctx, pod, c.UID, dev, at)
 	}
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
+	d.runtime.Fault = injectFault(d.cfg.StateDir)
 	d.prepare = &prepare.Plugin{
 		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
 		Pods: pods,

@@ -75,6 +75,9 @@ type Plugin struct {
 	RetryBase time.Duration
 	// Hooks, when set, is told about every NRI hook answered (metrics).
 	Hooks HookObserver
+	// Fault, when set, is called at the points where a crash would be the
+	// hardest to recover from (tests inject faults there).
+	Fault func(point string)
 	// Secure, when set, runs after each attachment's ADD, before it counts
 	// as attached and before the pod's containers start: netclass-dra
 	// installs the attachment's NetworkPolicy there, so a pod a policy
@@ -109,6 +112,11 @@ func NewPlugin(logCtx context.Context, store Store, runner CNI, reporter Reporte
 // livenessKey is a claim UID no claim has: taking its lock answers
 // whether the work loop takes new work.
 const livenessKey = types.UID("netclass-dra/liveness")
+
+// FaultAfterAdd is the point between an attachment's ADD and its Secure:
+// the port exists, closed, without its policy.
+const FaultAfterAdd = "after-add"
+
 
 // lockPod takes the locks of the claims reserved for a pod and returns the
 // claims, read again under them.
@@ -282,6 +290,9 @@ func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) err
 	}
 	att.State = checkpoint.Attached
 	att.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
+	if p.Fault != nil {
+		p.Fault(FaultAfterAdd)
+	}
 	if p.Secure != nil {
 		if err := p.Secure(ctx, s.Claim, dev, s.Pod, att); err != nil {
 			return fmt.Errorf("secure interface %s: %w", s.IfName, err)
