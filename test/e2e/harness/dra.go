@@ -143,6 +143,17 @@ func (d *DRA) PID() int {
 	return d.cmd.Process.Pid
 }
 
+// Exited returns a channel closed when the running daemon exits by itself
+// (nil when it is not running).
+func (d *DRA) Exited() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil {
+		return nil
+	}
+	return d.exited
+}
+
 // Kill sends SIGKILL to the daemon (by its PID) and waits for it to die.
 func (d *DRA) Kill() error { return d.signal(syscall.SIGKILL, 10*time.Second) }
 
