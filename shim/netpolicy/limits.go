@@ -18,7 +18,8 @@ import (
 // bound is left out (which only narrows what is allowed) with a RuleError,
 // and a Warning Event on the policy says so (NotEnforced). Real policies
 // stay far below them; without them one ingress rule of 20,000 ports took
-// ~40,000 nftables rules and ~31 MiB of heap per selected pod.
+// ~40,000 nftables rules and ~31 MiB of heap per selected pod (make bench,
+// BenchmarkNetworkPolicyHostileTenant, measures a policy at the bounds).
 const (
 	// MaxPeersPerRule bounds the peers (from, to) of one rule.
 	MaxPeersPerRule = 100
@@ -27,11 +28,12 @@ const (
 	// MaxExceptsPerBlock bounds the except list of one ipBlock.
 	MaxExceptsPerBlock = 100
 	// MaxRulesPerAttachment bounds the nftables rules one attachment's
-	// plan renders (an allow is a rule per family and port range).
-	MaxRulesPerAttachment = 2000
-	// MaxRangesPerAttachment bounds the address ranges in one attachment's
-	// sets.
-	MaxRangesPerAttachment = 20000
+	// plan renders (an allow is a rule per family and protocol: its peers
+	// and ports are in sets).
+	MaxRulesPerAttachment = 1000
+	// MaxRangesPerAttachment bounds the address and port ranges in one
+	// attachment's sets.
+	MaxRangesPerAttachment = 10000
 )
 
 // ruleBounds checks a rule's own bounds.
@@ -64,8 +66,12 @@ func costOf(allows []netpol.Allow) cost {
 		if v6 {
 			fams++
 		}
-		c.rules += fams * max(1, len(a.Ports))
-		c.ranges += len(a.V4) + len(a.V6)
+		protos := map[uint8]bool{}
+		for _, p := range a.Ports {
+			protos[p.Proto] = true
+		}
+		c.rules += fams * max(1, len(protos))
+		c.ranges += len(a.V4) + len(a.V6) + len(a.Ports)
 	}
 	return c
 }
@@ -77,7 +83,7 @@ func withinBudget(plan *netpol.Plan) error {
 		return fmt.Errorf("the attachment's policies would take %d nftables rules, more than the %d netclass enforces", r, MaxRulesPerAttachment)
 	}
 	if r := in.ranges + out.ranges; r > MaxRangesPerAttachment {
-		return fmt.Errorf("the attachment's policies would take %d address ranges, more than the %d netclass enforces", r, MaxRangesPerAttachment)
+		return fmt.Errorf("the attachment's policies would take %d address and port ranges, more than the %d netclass enforces", r, MaxRangesPerAttachment)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package netpolicy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,9 +49,12 @@ func TestBounds(t *testing.T) {
 	for i := range excepts {
 		excepts[i] = "10.0.0.0/24"
 	}
-	manyRules := make([]networkingv1.NetworkPolicyIngressRule, 0, 30)
-	for range 30 {
-		manyRules = append(manyRules, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{block("10.0.0.0/8")}, Ports: ports(MaxPortsPerRule)})
+	var manyRules, manyPorts []networkingv1.NetworkPolicyIngressRule
+	for i := range MaxRulesPerAttachment {
+		manyRules = append(manyRules, networkingv1.NetworkPolicyIngressRule{Ports: ports(1 + i%2)}) // a rule per family
+	}
+	for range 2 * MaxRangesPerAttachment / MaxPortsPerRule {
+		manyPorts = append(manyPorts, networkingv1.NetworkPolicyIngressRule{Ports: ports(MaxPortsPerRule)})
 	}
 	for _, tc := range []struct {
 		name     string
@@ -62,8 +66,10 @@ func TestBounds(t *testing.T) {
 		{"ports", []networkingv1.NetworkPolicyIngressRule{{Ports: ports(MaxPortsPerRule + 1)}, {Ports: ports(1)}}, 1, []string{"ingress[0]"}, "ports"},
 		{"peers", []networkingv1.NetworkPolicyIngressRule{{From: bigBlocks}}, 0, []string{"ingress[0]"}, "peers"},
 		{"excepts", []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: excepts}}}}}, 0, []string{"ingress[0]"}, "excepts"},
-		{"rules per attachment", manyRules, MaxRulesPerAttachment / MaxPortsPerRule,
-			[]string{"ingress[20]", "ingress[29]"}, "nftables rules"},
+		{"rules per attachment", manyRules, MaxRulesPerAttachment / 2,
+			[]string{fmt.Sprintf("ingress[%d]", MaxRulesPerAttachment/2), fmt.Sprintf("ingress[%d]", MaxRulesPerAttachment-1)}, "nftables rules"},
+		{"ranges per attachment", manyPorts, MaxRangesPerAttachment / MaxPortsPerRule,
+			[]string{fmt.Sprintf("ingress[%d]", MaxRangesPerAttachment/MaxPortsPerRule), fmt.Sprintf("ingress[%d]", len(manyPorts)-1)}, "port ranges"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := policy("big", func(p *networkingv1.NetworkPolicy) { p.Spec.Ingress = tc.ingress })

@@ -144,6 +144,7 @@ type Agent struct {
 	mu         sync.Mutex
 	applied    map[string]*qos.Plan    // attachment key -> the QoS plan it holds
 	appliedPol map[string]*netpol.Plan // attachment key -> the policy plan it holds
+	logged     map[string]string       // the problems the last sync logged
 	last       []Outcome               // the last sync's
 }
 

@@ -136,22 +136,39 @@ func (a *Agent) record(p pending, qr, pr Result) Outcome {
 // report logs the outcomes and hands them to Observe.
 func (a *Agent) report(ctx context.Context, outs []Outcome) {
 	log := klog.FromContext(ctx)
+	seen := map[string]string{}
+	defer func() {
+		a.mu.Lock()
+		a.logged = seen
+		a.mu.Unlock()
+	}()
 	for _, o := range outs {
 		switch {
-		case o.Err != nil:
+		case o.Err != nil && a.firstTime("error", o, o.Err, seen):
 			log.Error(o.Err, "Rules not applied", "pod", o.Pod, "interface", o.IfName, "network", o.Network.String())
 		case o.Changed || o.PolicyChanged:
 			log.V(2).Info("Rules updated", "pod", o.Pod, "interface", o.IfName, "network", o.Network.String(),
 				"networkQoS", o.Selected, "qosChanged", o.Changed, "networkPolicies", o.Policies, "policyChanged", o.PolicyChanged)
 		}
-		if o.PolicyIgnored != nil {
+		if o.PolicyIgnored != nil && a.firstTime("policy", o, o.PolicyIgnored, seen) {
 			log.Info("Some NetworkPolicy rules are not enforced (what they allow stays closed)", "pod", o.Pod, "network", o.Network.String(), "reason", o.PolicyIgnored.Error())
 		}
-		if o.Ignored != nil {
+		if o.Ignored != nil && a.firstTime("qos", o, o.Ignored, seen) {
 			log.Info("Some NetworkQoS rules are not applied", "pod", o.Pod, "network", o.Network.String(), "reason", o.Ignored.Error())
 		}
 	}
 	if a.Observe != nil {
 		a.Observe(ctx, outs)
 	}
+}
+
+// firstTime reports whether the attachment's problem of that kind is new
+// or changed since the last sync (a lasting one is logged once; Events say
+// it while it lasts), and records it in seen, this sync's problems.
+func (a *Agent) firstTime(kind string, o Outcome, err error, seen map[string]string) bool {
+	key := fmt.Sprintf("%s/%s/%s/%s", kind, o.PodUID, o.IfName, o.Network)
+	seen[key] = err.Error()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.logged[key] != err.Error()
 }

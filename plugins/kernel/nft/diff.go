@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
@@ -129,6 +130,10 @@ func elementDiff(got, want []nftables.SetElement) (add, del []nftables.SetElemen
 			del = append(del, nftables.SetElement{Key: e.Key, IntervalEnd: e.IntervalEnd})
 		}
 	}
+	// The kernel dumps an interval set's elements from the highest key
+	// down; deleting several intervals in that order fails (ENOENT), in the
+	// order nft sends them (ascending, a start before its end) it works.
+	slices.SortStableFunc(del, func(a, b nftables.SetElement) int { return bytes.Compare(a.Key, b.Key) })
 	return add, del
 }
 

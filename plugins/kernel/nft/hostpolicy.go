@@ -1,7 +1,9 @@
 package nft
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"net"
 	"net/netip"
 
@@ -196,11 +198,15 @@ func etherFamily(v6 bool) []expr.Any {
 }
 
 // allowRules renders a direction's allows: a rule per allow, family and
-// port range, with the peers in a set per allow and family (named
-// <chain>/a<N>_v4|_v6). family matches a packet's family in the table.
+// protocol, with the peers in a set per allow and family (named
+// <chain>/a<N>_v4|_v6) and the ports in a set per allow and protocol
+// (<chain>/a<N>_p<proto>), so the rules do not grow with the peers or the
+// ports a policy lists. family matches a packet's family in the table.
 func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction, family func(v6 bool) []expr.Any) [][]expr.Any {
 	var rules [][]expr.Any
 	for i, a := range d.Allow {
+		name := fmt.Sprintf("%s/a%d", chain, i)
+		ports := portSets(rs, name, a.Ports)
 		v4ok, v6ok := a.Families()
 		for _, fam := range []struct {
 			v6, ok bool
@@ -211,15 +217,74 @@ func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction, fam
 			}
 			head := family(fam.v6)
 			if fam.ranges != nil {
-				s := addrSet(rs, fmt.Sprintf("%s/a%d", chain, i), fam.v6, fam.ranges)
+				s := addrSet(rs, name, fam.v6, fam.ranges)
 				head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))
 			}
-			for _, ports := range policyPorts(a.Ports) {
-				rules = append(rules, concat(head, ports, []expr.Any{verdict(expr.VerdictAccept)}))
+			for _, p := range ports {
+				rules = append(rules, concat(head, p, []expr.Any{verdict(expr.VerdictAccept)}))
 			}
 		}
 	}
 	return rules
+}
+
+// portSets returns the port matches of an allow: one per protocol, its
+// ports in a set (a protocol given without ports matches all of them);
+// no ports at all match every packet.
+func portSets(rs *ruleset, name string, ports []netpol.PortRange) [][]expr.Any {
+	if len(ports) == 0 {
+		return [][]expr.Any{nil}
+	}
+	byProto := map[uint8][]netpol.PortRange{}
+	var protos []uint8
+	for _, p := range ports {
+		if _, seen := byProto[p.Proto]; !seen {
+			protos = append(protos, p.Proto)
+		}
+		byProto[p.Proto] = append(byProto[p.Proto], p)
+	}
+	slices.Sort(protos)
+	out := make([][]expr.Any, 0, len(protos))
+	for _, proto := range protos {
+		m := matchL4proto(proto)
+		if r := byProto[proto]; !slices.ContainsFunc(r, func(p netpol.PortRange) bool { return p.From == 0 }) {
+			s := &nftables.Set{Table: rs.table, Name: fmt.Sprintf("%s_p%d", name, proto), KeyType: nftables.TypeInetService,
+				Interval: true, ID: rs.setID()}
+			rs.sets = append(rs.sets, setWithElements{set: s, elements: portIntervals(r)})
+			m = concat(m, []expr.Any{
+				&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+				&expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID},
+			})
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// portIntervals encodes port ranges as an interval set's elements, the
+// way nft does (merged, a start element per range and an end one past it).
+func portIntervals(ranges []netpol.PortRange) []nftables.SetElement {
+	sorted := slices.Clone(ranges)
+	slices.SortFunc(sorted, func(a, b netpol.PortRange) int { return int(a.From) - int(b.From) })
+	var merged []netpol.PortRange
+	for _, r := range sorted {
+		if n := len(merged); n > 0 && int(r.From) <= int(merged[n-1].To)+1 {
+			merged[n-1].To = max(merged[n-1].To, r.To)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	var els []nftables.SetElement
+	if merged[0].From != 0 {
+		els = append(els, nftables.SetElement{Key: []byte{0, 0}, IntervalEnd: true})
+	}
+	for _, r := range merged {
+		els = append(els, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, r.From)})
+		if r.To < 65535 {
+			els = append(els, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, r.To+1), IntervalEnd: true})
+		}
+	}
+	return els
 }
 
 // SyncHostPolicies brings the ports' policies (a zero plan: none) to what

@@ -316,3 +316,33 @@ func frameArrives(t *testing.T, from, to *swPod, f rawframe.Frame) bool {
 }
 
 func writeSysctl(path, v string) error { return os.WriteFile(path, []byte(v), 0o644) }
+
+// Editing a policy swaps the ranges of its port and peer sets element by
+// element: several intervals go and come in one transaction (deleted in
+// the kernel's dump order, highest first, that transaction failed).
+func TestHostPolicySetsEditedInPlace(t *testing.T) {
+	host := nstest.New(t)
+	host.Bridge(t, "br0")
+	plan := func(last byte, ports ...uint16) *netpol.Plan {
+		var pr []netpol.PortRange
+		for _, p := range ports {
+			pr = append(pr, netpol.PortRange{Proto: 6, From: p, To: p})
+		}
+		peers := hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last}), netip.AddrFrom4([4]byte{10, 0, 0, last + 2}))
+		return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: peers, V6: []qos.Range{}, Ports: pr}}}}
+	}
+	port := func(p *netpol.Plan) HostPort {
+		return HostPort{Bridge: "br0", MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.9")}, Plan: p}
+	}
+	for i, p := range []*netpol.Plan{plan(1, 80, 82), plan(2, 81, 83, 85), plan(20, 1000, 1002, 1004), plan(1, 80)} {
+		err := InNamespace(host.Path, func(c *nftables.Conn) error {
+			if r := SyncHostPolicies(c, map[string]HostPort{"x": port(p)})["x"]; r.Err != nil || !r.Changed {
+				return fmt.Errorf("changed %v: %w", r.Changed, r.Err)
+			}
+			return CheckHostPolicy(c, "x", port(p))
+		})
+		if err != nil {
+			t.Fatalf("edit %d: %v", i, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ package main
 
 import (
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -83,7 +84,10 @@ func udp(ifi *net.Interface, args []string) error {
 	if err != nil {
 		return err
 	}
-	payload, typ := rawframe.UDP(netip.AddrPortFrom(src, 40000), dst, []byte(args[2]))
+	// a new source port each time: a datagram of an earlier flow would be
+	// conntrack's established traffic, which a policy lets through
+	sport := uint16(20000 + mrand.IntN(40000))
+	payload, typ := rawframe.UDP(netip.AddrPortFrom(src, sport), dst, []byte(args[2]))
 	return rawframe.Send(ifi.Name, rawframe.Frame{Src: srcMAC, Dst: dstMAC, Type: typ, Payload: payload})
 }
 
