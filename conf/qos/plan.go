@@ -142,10 +142,11 @@ func Destinations(peers []Peer) (v4, v6 []Range) {
 	for _, peer := range peers {
 		b := peer.IPBlock
 		cidr := netip.MustParsePrefix(b.CIDR).Masked()
-		rs := []Range{prefixRange(cidr)}
+		cuts := make([]Range, 0, len(b.Except))
 		for _, ex := range b.Except {
-			rs = subtract(rs, prefixRange(netip.MustParsePrefix(ex).Masked()))
+			cuts = append(cuts, prefixRange(netip.MustParsePrefix(ex).Masked()))
 		}
+		rs := without(prefixRange(cidr), cuts)
 		if cidr.Addr().Is4() {
 			v4 = append(v4, rs...)
 		} else {

@@ -19,22 +19,25 @@ func prefixRange(p netip.Prefix) Range {
 	return Range{From: from, To: to}
 }
 
-// subtract removes cut from every range of rs.
-func subtract(rs []Range, cut Range) []Range {
-	var out []Range
-	for _, r := range rs {
-		if cut.To.Less(r.From) || r.To.Less(cut.From) {
-			out = append(out, r)
-			continue
+// without returns r minus the union of cuts, in one pass over the cuts
+// sorted and merged: an ipBlock's except list costs n log n, not n².
+func without(r Range, cuts []Range) []Range {
+	out := []Range{}
+	from := r.From
+	for _, c := range normalize(cuts) {
+		if c.To.Less(from) || r.To.Less(c.From) {
+			continue // outside what is left
 		}
-		if r.From.Less(cut.From) {
-			out = append(out, Range{From: r.From, To: cut.From.Prev()})
+		if from.Less(c.From) {
+			out = append(out, Range{From: from, To: c.From.Prev()})
 		}
-		if cut.To.Less(r.To) {
-			out = append(out, Range{From: cut.To.Next(), To: r.To})
+		next := c.To.Next()
+		if !next.IsValid() || r.To.Less(next) {
+			return out // the cut reaches r's end
 		}
+		from = next
 	}
-	return out
+	return append(out, Range{From: from, To: r.To})
 }
 
 // normalize sorts ranges and merges the ones that overlap or touch.

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
 )
@@ -51,7 +52,9 @@ func NewInterface(podNS, ifname, mac string, cidrs []string, plan *netpol.Plan) 
 // Result is what a sync did to one interface.
 type Result struct {
 	Changed bool
-	Err     error
+	// At is when the change took effect (zero: unknown, or no change).
+	At  time.Time
+	Err error
 }
 
 // workers bounds the pods synced at once: a pod's sync mostly waits on

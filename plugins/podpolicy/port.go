@@ -83,7 +83,7 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 	var open []string
 	for h, r := range nft.SyncHostPolicies(c, ports) {
 		i := at[h]
-		out[i].Changed = r.Changed
+		out[i].Changed, out[i].At = r.Changed, r.At
 		if r.Err != nil {
 			out[i].Err = fmt.Errorf("policy of %q on %q: %w", ifs[i].IfName, h, r.Err)
 			continue

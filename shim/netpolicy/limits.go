@@ -33,7 +33,7 @@ const (
 	MaxRulesPerAttachment = 1000
 	// MaxRangesPerAttachment bounds the address and port ranges in one
 	// attachment's sets.
-	MaxRangesPerAttachment = 10000
+	MaxRangesPerAttachment = 4000
 )
 
 // ruleBounds checks a rule's own bounds.

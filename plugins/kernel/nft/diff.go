@@ -113,7 +113,12 @@ func equalRules(got, want [][]expr.Any) bool {
 // elementDiff returns the elements of want missing from got and those of
 // got that want lacks, compared by key and interval flag.
 func elementDiff(got, want []nftables.SetElement) (add, del []nftables.SetElement) {
-	key := func(e nftables.SetElement) string { return fmt.Sprintf("%x/%v", e.Key, e.IntervalEnd) }
+	key := func(e nftables.SetElement) string {
+		if e.IntervalEnd {
+			return string(e.Key) + "\x01"
+		}
+		return string(e.Key)
+	}
 	have := make(map[string]bool, len(got))
 	for _, e := range got {
 		have[key(e)] = true

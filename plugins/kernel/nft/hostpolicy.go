@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 	"net"
 	"net/netip"
 
@@ -39,7 +40,7 @@ import (
 //	  chain forward    { type filter hook forward priority -250; oifname vmap @ingress }
 //	  chain eg/HOSTIF  { ether type { arp, ip, ip6 } accept; drop }      # nothing but IP and ARP
 //	  chain in/HOSTIF  { ether type arp accept; unicast IP accept (the inet table decides);
-//	                     multicast/broadcast IP: NDP, MLD, IGMP, DHCP accept; the allows, saddr only; drop }
+//	                     multicast/broadcast IP: NDP, MLD, IGMP, DHCP accept; [all of it when a policy allows all]; drop }
 //	}
 //
 // Bridged IP reaches the inet hooks through br_netfilter, which the
@@ -156,7 +157,7 @@ func inetChain(p *portObjects, name string, ingress bool, d netpol.Direction) {
 	}
 	rules := [][]expr.Any{acceptEstablished(), acceptNDP(),
 		concat(matchNFProto(false), matchL4proto(unix.IPPROTO_UDP), matchSport(dhcpSport), matchDport(dhcpDport), []expr.Any{verdict(expr.VerdictAccept)})}
-	rules = append(rules, allowRules(p.rs, name, ingress, d, matchNFProto)...)
+	rules = append(rules, allowRules(p.rs, name, ingress, d)...)
 	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
 }
 
@@ -171,9 +172,11 @@ func bridgeEgress(p *portObjects, name string) {
 }
 
 // bridgeIngress: an ingress-isolated pod receives ARP, unicast IP (which
-// the inet table filters with conntrack) and the multicast and broadcast IP
-// its allows admit (no reply is ever multicast: no state is needed), and
-// nothing else.
+// the inet table filters with conntrack), the multicast and broadcast IP
+// the network's infrastructure needs (NDP, MLD, IGMP, DHCP replies), other
+// multicast and broadcast IP only when a policy allows every peer on every
+// port (the bridge has no conntrack here, and the allows' peers and ports
+// would have to be held twice: they are not), and nothing else.
 func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 	p.rs.chains = append(p.rs.chains, &nftables.Chain{Name: name, Table: p.rs.table})
 	ip4, ip6 := matchEtherType(unix.ETH_P_IP), matchEtherType(unix.ETH_P_IPV6)
@@ -186,23 +189,21 @@ func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 		concat(ip4, matchL4proto(unix.IPPROTO_IGMP), accept),
 		concat(ip4, matchL4proto(unix.IPPROTO_UDP), matchSport(67), matchDport(68), accept),
 	}
-	rules = append(rules, allowRules(p.rs, name, true, d, etherFamily)...)
-	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
-}
-
-func etherFamily(v6 bool) []expr.Any {
-	if v6 {
-		return matchEtherType(unix.ETH_P_IPV6)
+	for _, a := range d.Allow {
+		if v4, v6 := a.Families(); a.V4 == nil && a.V6 == nil && len(a.Ports) == 0 && v4 && v6 {
+			rules = append(rules, concat(ip4, accept), concat(ip6, accept))
+			break
+		}
 	}
-	return matchEtherType(unix.ETH_P_IP)
+	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
 }
 
 // allowRules renders a direction's allows: a rule per allow, family and
 // protocol, with the peers in a set per allow and family (named
 // <chain>/a<N>_v4|_v6) and the ports in a set per allow and protocol
 // (<chain>/a<N>_p<proto>), so the rules do not grow with the peers or the
-// ports a policy lists. family matches a packet's family in the table.
-func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction, family func(v6 bool) []expr.Any) [][]expr.Any {
+// ports a policy lists.
+func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction) [][]expr.Any {
 	var rules [][]expr.Any
 	for i, a := range d.Allow {
 		name := fmt.Sprintf("%s/a%d", chain, i)
@@ -215,7 +216,7 @@ func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction, fam
 			if !fam.ok {
 				continue
 			}
-			head := family(fam.v6)
+			head := matchNFProto(fam.v6)
 			if fam.ranges != nil {
 				s := addrSet(rs, name, fam.v6, fam.ranges)
 				head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))
@@ -299,7 +300,8 @@ func SyncHostPolicies(c *nftables.Conn, ports map[string]HostPort) map[string]Po
 	}
 	out := hostPolicyBridge.sync(c, bridge)
 	for h, r := range hostPolicyInet.sync(c, inet) {
-		out[h] = PortResult{Changed: out[h].Changed || r.Changed, Err: joinErr(out[h].Err, r.Err)}
+		b := out[h]
+		out[h] = PortResult{Changed: b.Changed || r.Changed, At: later(b.At, r.At), Err: joinErr(b.Err, r.Err)}
 	}
 	return out
 }
@@ -332,6 +334,13 @@ func CheckHostPolicy(c *nftables.Conn, hostIf string, p HostPort) error {
 		return err
 	}
 	return hostPolicyBridge.check(c, hostIf, bridge)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func joinErr(a, b error) error {

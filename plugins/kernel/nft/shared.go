@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -214,13 +215,56 @@ func (s *sharedTable) sync(c *nftables.Conn, wants map[string]*portObjects) map[
 		}
 		return out
 	}
-	ports := sortedKeys(wants)
+	ports := cheapFirst(wants)
 	for len(ports) > 0 {
-		n := min(len(ports), maxPortsPerTransaction)
+		n := chunk(ports, wants)
 		s.syncChunk(c, st, wants, ports[:n], out)
 		ports = ports[n:]
 	}
 	return out
+}
+
+// cheapFirst orders the ports by the size of what they are to hold, the
+// smallest first: a tenant whose policies are huge has its ports synced
+// last, and delays no other's by more than its own ports' cost.
+func cheapFirst(wants map[string]*portObjects) []string {
+	ports := sortedKeys(wants)
+	slices.SortStableFunc(ports, func(a, b string) int { return wants[a].size() - wants[b].size() })
+	return ports
+}
+
+// maxOpsPerTransaction bounds the rules and set elements one transaction
+// sends, so that its messages (held in memory until sent) stay small.
+const maxOpsPerTransaction = 20000
+
+// chunk returns how many of the ports go in the next transaction: up to
+// maxPortsPerTransaction, and no more than maxOpsPerTransaction rules and
+// elements (at least one port).
+func chunk(ports []string, wants map[string]*portObjects) int {
+	ops := 0
+	for i, p := range ports {
+		ops += wants[p].size()
+		if i > 0 && (i == maxPortsPerTransaction || ops > maxOpsPerTransaction) {
+			return i
+		}
+	}
+	return len(ports)
+}
+
+// size is the number of rules and set elements the port is to hold (1
+// for nothing: removing costs something too).
+func (p *portObjects) size() int {
+	if p == nil {
+		return 1
+	}
+	n := 1
+	for _, r := range p.rs.rules {
+		n += len(r)
+	}
+	for _, set := range p.rs.sets {
+		n += len(set.elements)
+	}
+	return n
 }
 
 func (s *sharedTable) syncChunk(c *nftables.Conn, st *sharedState, wants map[string]*portObjects, ports []string, out map[string]PortResult) {
@@ -245,8 +289,13 @@ func (s *sharedTable) syncChunk(c *nftables.Conn, st *sharedState, wants map[str
 		return
 	}
 	st.present, st.baseOK = true, true
+	now := time.Now()
 	for _, p := range ports {
-		out[p] = PortResult{Changed: changed[p]}
+		r := PortResult{Changed: changed[p]}
+		if r.Changed {
+			r.At = now
+		}
+		out[p] = r
 	}
 }
 

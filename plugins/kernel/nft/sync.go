@@ -3,6 +3,7 @@ package nft
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -26,7 +27,9 @@ func SyncPortQoS(c *nftables.Conn, hostIf string, plan *qos.Plan) (bool, error) 
 // PortResult is what a sync did to one port.
 type PortResult struct {
 	Changed bool
-	Err     error
+	// At is when the port's change was committed (zero: none).
+	At  time.Time
+	Err error
 }
 
 // maxPortsPerTransaction bounds the ports one SyncPorts transaction holds
