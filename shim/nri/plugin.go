@@ -117,7 +117,6 @@ const livenessKey = types.UID("netclass-dra/liveness")
 // the port exists, closed, without its policy.
 const FaultAfterAdd = "after-add"
 
-
 // lockPod takes the locks of the claims reserved for a pod and returns the
 // claims, read again under them.
 func (p *Plugin) lockPod(ctx context.Context, pod types.UID) ([]*checkpoint.Claim, func(), error) {

@@ -227,4 +227,3 @@ func peakRSSMiB(b *testing.B) float64 {
 	b.Fatal("no VmHWM in /proc/self/status")
 	return 0
 }
-

@@ -3,10 +3,10 @@ package nft
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
-	"time"
 	"net"
 	"net/netip"
+	"slices"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
