@@ -11,7 +11,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
@@ -57,10 +56,10 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		}}
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
 	agent.Timed = d.agentMetrics.ObserveSync
+	statusWriter := &qosstatus.Background{Writer: status, Timeout: 10 * time.Second}
+	go statusWriter.Run(ctx)
 	agent.Observe = func(ctx context.Context, outs []qosagent.Outcome) {
-		if err := status.Write(ctx, outs); err != nil {
-			klog.FromContext(ctx).Error(err, "Writing the node's NetworkQoS status failed")
-		}
+		statusWriter.Observe(ctx, outs)
 		polEvents.Observe(outs)
 	}
 	trigger := cache.ResourceEventHandlerFuncs{
