@@ -107,6 +107,10 @@ const (
 	// are Warning Events on the NetworkPolicy.
 	ReasonPolicyNotEnforced   = "NotEnforced"
 	ReasonPolicyEnforceFailed = "EnforceFailed"
+	// ReasonPolicyNetworksNotFound: the scoping annotation is empty,
+	// malformed or names no netclass network, so the policy applies
+	// nowhere it was meant to (a Warning Event on the NetworkPolicy).
+	ReasonPolicyNetworksNotFound = "NetworksNotFound"
 )
 
 // The opaque configuration's identity.

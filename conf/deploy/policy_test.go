@@ -108,14 +108,24 @@ func containsOp(ops []admissionregistrationv1.OperationType, op admission.Operat
 // an expression that fails to compile or evaluate fails the test.
 func (p *policy) review(t testing.TB, op admission.Operation, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj, old runtime.Object) (bool, string) {
 	t.Helper()
-	if !p.matches(gvr, op) {
+	return p.reviewAs(t, &user.DefaultInfo{Name: "alice"}, "", op, gvr, gvk, obj, old)
+}
+
+// reviewAs is review of a request by who, on a subresource ("": none).
+func (p *policy) reviewAs(t testing.TB, who user.Info, sub string, op admission.Operation, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj, old runtime.Object) (bool, string) {
+	t.Helper()
+	match := gvr
+	if sub != "" {
+		match.Resource += "/" + sub
+	}
+	if !p.matches(match, op) {
 		return false, ""
 	}
 	acc, err := meta(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	attrs := admission.NewAttributesRecord(obj, old, gvk, acc.GetNamespace(), acc.GetName(), gvr, "", op, nil, false, &user.DefaultInfo{Name: "alice"})
+	attrs := admission.NewAttributesRecord(obj, old, gvk, acc.GetNamespace(), acc.GetName(), gvr, sub, op, nil, false, who)
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj)}
 	if old != nil {
 		va.VersionedOldObject = admission.NewLazyObject(old)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		},
 		Kernel: podpolicy.Sync,
 		Peers:  resolver,
+		Known:  d.knownNetwork,
 	}
 	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events,
 		Policy: func(ns, name string) (*networkingv1.NetworkPolicy, error) {
@@ -89,4 +91,17 @@ func (p nodePods) Pod(namespace, name string, uid types.UID) (*corev1.Pod, bool)
 		return nil, false
 	}
 	return pod, true
+}
+
+// knownNetwork says whether an entry of a NetworkPolicy's scoping
+// annotation names a network object: a PodNetwork's name, a Network's
+// namespace/name (from the informers' caches).
+func (d *Daemon) knownNetwork(entry string) bool {
+	mn, ncv := d.factory.Multinetwork().V1(), d.factory.Netclass().V1alpha1()
+	if ns, name, namespaced := strings.Cut(entry, "/"); namespaced {
+		_, err := ncv.Networks().Lister().Networks(ns).Get(name)
+		return err == nil
+	}
+	_, err := mn.PodNetworks().Lister().Get(entry)
+	return err == nil
 }

@@ -45,6 +45,9 @@ type Target struct {
 	// Ports are the pod's container ports (named ports resolve against them).
 	Ports   []corev1.ContainerPort
 	Network network.Network
+	// Known, when set, says whether a scoping annotation's entry (a
+	// PodNetwork's name, a Network's namespace/name) names a network.
+	Known func(entry string) bool
 }
 
 // RuleError is a part of a policy left out of a plan (which only narrows
@@ -122,14 +125,42 @@ func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers Peers) (netpol.
 // selects reports whether the policy is netclass's and selects the pod on
 // the network.
 func selects(p *networkingv1.NetworkPolicy, t Target) (bool, error) {
-	if !Enforced(p) || p.Namespace != t.Namespace || !onNetwork(p, t.Network) {
+	if !Enforced(p) || p.Namespace != t.Namespace {
 		return false, nil
+	}
+	if !onNetwork(p, t.Network) {
+		return false, scopeError(p, t.Known)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
 	if err != nil {
 		return false, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: "podSelector", Err: err}
 	}
 	return sel.Matches(labels.Set(t.Labels)), nil
+}
+
+// ScopePath is the path of a RuleError about the scoping annotation.
+const ScopePath = "metadata.annotations[" + contract.AnnotationPolicyNetworks + "]"
+
+// scopeError says what is wrong with a policy's scoping annotation, which
+// then applies nowhere a user meant: empty, an entry neither a name nor
+// namespace/name, or naming no network known (known nil: not checked).
+func scopeError(p *networkingv1.NetworkPolicy, known func(entry string) bool) error {
+	list := p.Annotations[contract.AnnotationPolicyNetworks]
+	var bad []string
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		ns, name, _ := strings.Cut(entry, "/")
+		switch {
+		case entry == "" || strings.Contains(name, "/") || (strings.Contains(entry, "/") && (ns == "" || name == "")):
+			bad = append(bad, fmt.Sprintf("%q is neither a PodNetwork's name nor a Network's namespace/name", entry))
+		case known != nil && !known(entry):
+			bad = append(bad, fmt.Sprintf("%q names no PodNetwork or Network", entry))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: ScopePath, Err: errors.New(strings.Join(bad, "; "))}
 }
 
 // onNetwork applies the optional scoping annotation.

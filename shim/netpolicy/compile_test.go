@@ -282,3 +282,34 @@ func TestNamedEgressGroupsDestinations(t *testing.T) {
 		t.Errorf("allows\n%+v\nwant\n%+v", plan.Egress.Allow, want)
 	}
 }
+
+// A scoping annotation that is empty, malformed or names no network makes
+// the policy apply nowhere: the error names the annotation and the bad
+// entries, once per attachment it did not select.
+func TestScopeErrors(t *testing.T) {
+	known := func(entry string) bool { return entry == "blue" || entry == "t1/red" }
+	for _, tc := range []struct {
+		annotation string
+		want       string // "" : no error
+	}{
+		{"blue", ""},
+		{"green, t1/red", `"green" names no PodNetwork or Network`},
+		{"", `"" is neither`},
+		{"a/b/c", `"a/b/c" is neither`},
+		{"/x", `"/x" is neither`},
+		{"t1/red", ""},
+	} {
+		p := policy("scoped", func(p *networkingv1.NetworkPolicy) {
+			p.Annotations = map[string]string{contract.AnnotationPolicyNetworks: tc.annotation}
+		})
+		other := network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "other"}}
+		_, _, err := Compile([]*networkingv1.NetworkPolicy{p}, Target{Namespace: "t1", Labels: map[string]string{"app": "server"}, Network: other, Known: known}, peersByLabel{})
+		res := RuleErrors(err)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v, want no error", tc.annotation, err)
+		case tc.want != "" && (len(res) != 1 || res[0].Path != ScopePath || !strings.Contains(res[0].Error(), tc.want)):
+			t.Errorf("%q: %v, want a RuleError at %s saying %s", tc.annotation, err, ScopePath, tc.want)
+		}
+	}
+}

@@ -57,6 +57,11 @@ func Problems(node string, outs []qosagent.Outcome) []Event {
 	for _, o := range outs {
 		where := fmt.Sprintf("pod %s interface %s on network %s (node %s)", o.Pod, o.IfName, o.Network.String(), node)
 		for _, re := range netpolicy.RuleErrors(o.PolicyIgnored) {
+			if re.Path == netpolicy.ScopePath { // the policy's own problem: one Event, whatever the pods
+				out = append(out, Event{re.Namespace, re.Name, contract.ReasonPolicyNetworksNotFound,
+					fmt.Sprintf("node %s: %s: %v: the policy applies on no such network", node, re.Path, re.Err)})
+				continue
+			}
 			out = append(out, Event{re.Namespace, re.Name, contract.ReasonPolicyNotEnforced,
 				fmt.Sprintf("%s: %s not enforced, what it allows stays closed: %v", where, re.Path, re.Err)})
 		}

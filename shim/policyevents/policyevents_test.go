@@ -64,3 +64,22 @@ func TestObserveReportsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A bad scoping annotation is the policy's own problem: one Event per
+// node, however many attachments it failed to select.
+func TestScopeProblemIsOneEvent(t *testing.T) {
+	scope := &netpolicy.RuleError{Namespace: "t1", Name: "s", Path: netpolicy.ScopePath, Err: errors.New(`"bleu" names no PodNetwork or Network`)}
+	got := Problems("n1", []qosagent.Outcome{outcome("p", scope, nil), outcome("q", scope, nil)})
+	evs := map[Event]bool{}
+	for _, ev := range got {
+		evs[ev] = true
+	}
+	if len(evs) != 1 {
+		t.Fatalf("events %v, want one", got)
+	}
+	for ev := range evs {
+		if ev.Reason != "NetworksNotFound" || !strings.Contains(ev.Message, `"bleu" names no PodNetwork`) || strings.Contains(ev.Message, "pod t1/") {
+			t.Errorf("event %+v", ev)
+		}
+	}
+}

@@ -75,6 +75,9 @@ type NetPolicies struct {
 	Kernel func([]podpolicy.Interface) []podpolicy.Result
 	// Peers resolves the rules' selectors to the peers' endpoints.
 	Peers netpolicy.Peers
+	// Known, when set, says whether an entry of a policy's scoping
+	// annotation names a network (netpolicy.Target.Known).
+	Known func(entry string) bool
 }
 
 // Item is one attachment's interface and the plan it is to hold.

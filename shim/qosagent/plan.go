@@ -138,7 +138,7 @@ func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, peers netpolicy
 	for _, c := range pod.Spec.Containers {
 		ports = append(ports, c.Ports...)
 	}
-	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net}, peers)
+	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net, Known: a.NetPol.Known}, peers)
 	out.Policies, out.PolicyIgnored = selected, ignored
 	return &plan
 }
