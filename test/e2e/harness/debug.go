@@ -42,7 +42,7 @@ func (d *DRA) Agent(ctx context.Context) ([]AgentAttachment, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("netclass-dra on node %s is not running", d.Node)
 	}
-	client := &http.Client{Transport: &http.Transport{DialContext: dialIn(d.On)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialIn(d.On), DisableKeepAlives: true}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/attachments", nil)
 	if err != nil {
 		return nil, err
