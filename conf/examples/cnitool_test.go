@@ -27,8 +27,7 @@ func stockKernel() map[string]guest.Feature {
 // master device, with state directories moved into the test's. The ones
 // in stockKernel() run in TestCnitoolStockKernel instead.
 func TestCnitool(t *testing.T) {
-	files, _ := filepath.Glob("*.conflist")
-	for _, f := range files {
+	for _, f := range conflists(t) {
 		if _, vm := stockKernel()[f]; vm {
 			continue
 		}
@@ -77,7 +76,7 @@ func runExample(t *testing.T, f string) {
 	// cnitool gc keeps nothing: netclass's state of the attachment goes.
 	cnitool("add", name, pod.Path)
 	cnitool("gc", name, pod.Path)
-	if out, _ := exec.Command("ip", "netns", "exec", pod.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+	if out := pod.Ruleset(t); out != "" {
 		t.Errorf("cnitool gc left netclass rules in the pod: %s", out)
 	}
 	if ownsInterface(list(t, f)) && pod.HasLink(t, "net1") {
@@ -131,7 +130,10 @@ func relocate(t *testing.T, file string) (dir, name string) {
 		}
 	}
 	dir = t.TempDir()
-	out, _ := json.Marshal(list)
+	out, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, file), out, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,7 @@ import (
 // TestExamplesAreValid parses every example conflist and validates each
 // netclass plugin in it exactly as the plugin would.
 func TestExamplesAreValid(t *testing.T) {
-	files, err := filepath.Glob("*.conflist")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no example conflists: %v", err)
-	}
-	for _, f := range files {
+	for _, f := range conflists(t) {
 		t.Run(f, func(t *testing.T) {
 			list, err := libcni.ConfListFromFile(f)
 			if err != nil {
@@ -59,7 +55,7 @@ func TestEveryExampleIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, _ := filepath.Glob("../../plugins/*/README.md")
+	more := glob(t, "../../plugins/*/README.md")
 	for _, m := range more {
 		b, err := os.ReadFile(m)
 		if err != nil {
@@ -67,10 +63,26 @@ func TestEveryExampleIsDocumented(t *testing.T) {
 		}
 		readme = append(readme, b...)
 	}
-	files, _ := filepath.Glob("*.conflist")
-	for _, f := range files {
+	for _, f := range conflists(t) {
 		if !strings.Contains(string(readme), "conf/examples/"+f) {
 			t.Errorf("neither README.md nor a plugins/*/README.md mentions conf/examples/%s", f)
 		}
 	}
+}
+
+// conflists lists the examples; none (or a failed listing) fails the test,
+// so a test over them never passes on nothing.
+func conflists(t *testing.T) []string {
+	t.Helper()
+	return glob(t, "*.conflist")
+}
+
+// glob lists the files matching pattern, failing the test when there are none.
+func glob(t *testing.T, pattern string) []string {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files match %s: %v", pattern, err)
+	}
+	return files
 }

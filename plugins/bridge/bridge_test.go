@@ -178,8 +178,8 @@ func assertNoHostQoS(t *testing.T, h *cnitest.Host, p *cnitest.Pod) {
 	if h.NS.HasLink(t, hostIFB(p)) {
 		t.Errorf("the egress IFB of %s is left on the host", p.ID)
 	}
-	out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable)
-	if host := bridgeport.HostVethName(p.ID, "net1"); strings.Contains(string(out), host) {
+	out := h.NS.Ruleset(t)
+	if host := bridgeport.HostVethName(p.ID, "net1"); strings.Contains(out, host) {
 		t.Errorf("the rules of %s are left on the host:\n%s", host, out)
 	}
 }
@@ -202,7 +202,7 @@ func TestAddRemovesAnOlderNetclassesPodRules(t *testing.T) {
 	run(t, "ip", "netns", "exec", p.NS.Name, "nft", "add", "chain", "inet", "netclass_net1", "egress",
 		"{ type filter hook postrouting priority mangle; policy accept; }")
 	res := h.Add(t, plugin, conf, p, "net1")
-	if out, _ := execCommand("ip", "netns", "exec", p.NS.Name, "nft", "list", "tables"); len(out) > 0 {
+	if out := p.NS.Ruleset(t); out != "" {
 		t.Errorf("ADD left the older table in the pod: %s", out)
 	}
 	if err := h.Check(t, plugin, conf, res, p, "net1"); err != nil {
@@ -253,7 +253,7 @@ func TestFailedAddLeavesNothing(t *testing.T) {
 				t.Errorf("the failed ADD deleted %s, which held the name: it was not its own", name)
 			}
 			if tc.name == "qos cannot be applied" {
-				if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable); strings.Contains(string(out), "port/") {
+				if out := h.NS.Ruleset(t); strings.Contains(out, "port/") {
 					t.Errorf("the failed ADD left port rules:\n%s", out)
 				}
 				if h.NS.HasLink(t, bridgeport.HostVethName(p.ID, "net1")) {
@@ -350,7 +350,7 @@ func TestGC(t *testing.T) {
 		if h.NS.HasLink(t, qosport.HostIFBName(bridgeport.HostVethName(d.p.ID, d.ifn))) {
 			t.Errorf("GC left the egress IFB of %s/%s", d.p.ID, d.ifn)
 		}
-		if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable); strings.Contains(string(out), bridgeport.HostVethName(d.p.ID, d.ifn)) {
+		if out := h.NS.Ruleset(t); strings.Contains(out, bridgeport.HostVethName(d.p.ID, d.ifn)) {
 			t.Errorf("GC left the rules of %s/%s: %s", d.p.ID, d.ifn, out)
 		}
 	}

@@ -35,8 +35,7 @@ func TestMacSpoofCheck(t *testing.T) {
 	if err := h.Del(plugin, n.bytes(t), a, "net1"); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "nft", "list", "tables"); len(out) > 0 &&
-		strings.Contains(string(out), "netclass_msc_"+bridgeport.HostVethName(a.ID, "net1")) {
+	if out := h.NS.Ruleset(t); strings.Contains(out, "netclass_msc_"+bridgeport.HostVethName(a.ID, "net1")) {
 		t.Errorf("DEL left the spoof-check table: %s", out)
 	}
 }
@@ -79,7 +78,7 @@ func TestIPMasq(t *testing.T) {
 	if _, err := h.Exec(gone); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := execCommand("ip", "netns", "exec", h.NS.Name, "iptables-save", "-t", "nat"); strings.Contains(string(out), p.ID) {
+	if out := h.NS.Output(t, "iptables-save", "-t", "nat"); strings.Contains(out, p.ID) {
 		t.Errorf("DEL left the masquerade rule:\n%s", out)
 	}
 }

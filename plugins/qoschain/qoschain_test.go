@@ -113,7 +113,7 @@ func TestAfterUpstreamBridge(t *testing.T) {
 	if h.NS.HasLink(t, qosport.HostIFBName(hostIf)) {
 		t.Error("DEL left the host's egress IFB")
 	}
-	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
+	if out := h.NS.Ruleset(t); strings.Contains(out, hostIf) {
 		t.Errorf("DEL left the port's rules:\n%s", out)
 	}
 }
@@ -232,7 +232,7 @@ func lifecycle(t *testing.T, h *cnitest.Host, cni *libcni.CNIConfig, list *libcn
 	for range 2 {
 		h.Do(t, func(ctx context.Context) error { return cni.DelNetworkList(ctx, list, rt(p, "net1")) })
 	}
-	if out, _ := exec.Command("ip", "netns", "exec", p.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+	if out := p.NS.Ruleset(t); out != "" {
 		t.Errorf("DEL left nftables state: %s", out)
 	}
 }
@@ -253,7 +253,7 @@ func TestGCRemovesStaleQoS(t *testing.T) {
 	if stale.NS.HasLink(t, qosport.IFBName("net1")) {
 		t.Error("GC left the stale attachment's IFB")
 	}
-	if out, _ := exec.Command("ip", "netns", "exec", stale.NS.Name, "nft", "list", "tables").CombinedOutput(); len(out) > 0 {
+	if out := stale.NS.Ruleset(t); out != "" {
 		t.Errorf("GC left the stale attachment's rules: %s", out)
 	}
 	h.Do(t, func(ctx context.Context) error { return cni.CheckNetworkList(ctx, list, rt(keep, "net1")) })
@@ -299,9 +299,9 @@ func TestGCAfterThePodWentAway(t *testing.T) {
 	if h.NS.HasLink(t, qosport.HostIFBName(hostIf)) {
 		t.Error("GC left the egress IFB of an attachment whose pod is gone")
 	}
-	if out, _ := exec.Command("ip", "netns", "exec", h.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput(); strings.Contains(string(out), hostIf) {
+	if out := h.NS.Ruleset(t); strings.Contains(out, hostIf) {
 		t.Errorf("GC left the rules of %s:\n%s", hostIf, out)
-	} else if !strings.Contains(string(out), keepIf) || !h.NS.HasLink(t, qosport.HostIFBName(keepIf)) {
+	} else if !strings.Contains(out, keepIf) || !h.NS.HasLink(t, qosport.HostIFBName(keepIf)) {
 		t.Errorf("GC removed the QoS of the attachment it had to keep:\n%s", out)
 	}
 }

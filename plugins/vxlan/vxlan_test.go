@@ -16,7 +16,6 @@ import (
 
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
-	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
@@ -308,8 +307,8 @@ func TestGCAndQoS(t *testing.T) {
 	if n1.NS.HasLink(t, qosport.HostIFBName(staleIf)) || !n1.NS.HasLink(t, qosport.HostIFBName(keepIf)) {
 		t.Error("GC must remove the stale attachment's egress IFB and only that one")
 	}
-	rules, _ := exec.Command("ip", "netns", "exec", n1.NS.Name, "nft", "list", "table", "bridge", nft.PortQoSTable).CombinedOutput()
-	if strings.Contains(string(rules), staleIf) || !strings.Contains(string(rules), keepIf) {
+	rules := n1.NS.Ruleset(t)
+	if strings.Contains(rules, staleIf) || !strings.Contains(rules, keepIf) {
 		t.Errorf("GC must remove the stale attachment's rules and only those:\n%s", rules)
 	}
 	if err := n1.Check(t, plugin, conf, rk, keep, "net1"); err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -355,15 +354,3 @@ func report(b *testing.B, node string, timings []timing, want int, wall time.Dur
 		b.Errorf("node %s: target missed: p99 of netclass's part %v (want < 200 ms), %d failed attempts (want 0)", node, p99, failed)
 	}
 }
-
-func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[min(max(i-1, 0), len(s)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

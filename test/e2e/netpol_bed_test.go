@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -213,6 +214,35 @@ func (b *polBed) apply(t *testing.T, e *harness.Env, pols []*networkingv1.Networ
 	}
 	b.world.Policies = pols
 	return time.Now()
+}
+
+// selectionChanges reports whether a pod of the bed is selected by other
+// policies in the bed's world than in before.
+func (b *polBed) selectionChanges(before policyeval.World) bool {
+	for _, p := range b.pods {
+		if !slices.Equal(before.Selecting(p.eval), b.world.Selecting(p.eval)) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitAgents waits until the agent of each node shows, for each of the
+// bed's pods there, that its last sync applied to the pod's net1 exactly
+// the policies that select it in the bed's world: the agents have seen the
+// last write, and the kernel holds what they made of it.
+func (b *polBed) waitAgents(t *testing.T, e *harness.Env, what string) {
+	t.Helper()
+	byNode := map[string]map[string][]string{}
+	for _, p := range b.pods {
+		if byNode[p.node.Name] == nil {
+			byNode[p.node.Name] = map[string][]string{}
+		}
+		byNode[p.node.Name][p.String()] = b.world.Selecting(p.eval)
+	}
+	for node, want := range byNode {
+		e.DRAOn(node).WaitAgent(t, what+": the policies applied to each pod", harness.AgentHas("net1", want))
+	}
 }
 
 // effect measures how long after written the probe first shows the

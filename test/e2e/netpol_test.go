@@ -32,9 +32,12 @@ type polScenario struct {
 // every (client, server, port, protocol) pair is probed over net1 and
 // compared with policyeval's verdict, computed from the policy objects
 // alone; TCP over the primary interface is compared with its reachability
-// without any policy (never filtered). The time from the write to the
-// first probe showing the change is logged (the "within 1 s" of the
-// policies' effect on running pods).
+// without any policy (never filtered). Before the probes, each node's
+// agent must show (/debug/attachments) that its last sync applied, to each
+// pod's net1, exactly the policies policyeval says select it; and each
+// scenario must change a verdict or such a list (the previous state never
+// passes for the next). The time from the write to the first probe
+// showing the change is logged.
 func TestNetworkPolicyTruthTable(t *testing.T) {
 	e := harness.Shared(t)
 	b := newPolBed(t, e)
@@ -44,11 +47,16 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 	for i, sc := range truthScenarios(b) {
 		before := b.world
 		written := b.apply(t, e, sc.policies)
-		if changed, verdict, ok := firstChange(probes, before, b); ok {
+		changed, verdict, ok := firstChange(probes, before, b)
+		if i > 0 && !ok && !b.selectionChanges(before) {
+			t.Fatalf("%s: changes no verdict and no pod's policies: nothing would tell the state it makes from the one before", sc.name)
+		}
+		if ok {
 			d := effect(t, changed, verdict, written)
 			effects = append(effects, d)
 			t.Logf("%-45s in effect after %v (%s open=%v)", sc.name, d.Round(time.Millisecond), changed, verdict)
 		}
+		b.waitAgents(t, e, sc.name)
 		testbed.Poll(t, testbed.Context(t, liveTimeout), 100*time.Millisecond, sc.name+": every probe as policyeval says",
 			func(ctx context.Context) (bool, string, error) {
 				got := runAll(t, probes)
@@ -110,7 +118,9 @@ func firstChange(probes []polProbe, before policyeval.World, b *polBed) (polProb
 }
 
 // truthScenarios are the table's rows, in order: a policy named in two
-// consecutive rows is updated in place (its label, its annotation).
+// consecutive rows is updated in place (its label, its annotation). A row
+// that makes a policy ignored follows one where it is enforced, so the
+// agents' lists of the pods' policies change (and the verdicts too).
 func truthScenarios(b *polBed) []polScenario {
 	a, bb := b.nsA, b.nsB
 	onWeb := map[string]string{"app": "web"}
@@ -120,8 +130,11 @@ func truthScenarios(b *polBed) []polScenario {
 		{"no policy", nil},
 		{"default-deny ingress", pols(deny)},
 		{"the same policy unlabelled: ignored", pols(with(deny, unlabelled))},
+		{"labelled for netclass again", pols(deny)},
 		{"labelled for another controller: ignored", pols(with(deny, controller("other.example.com")))},
+		{"labelled for netclass again", pols(deny)},
 		{"labelled none: ignored", pols(with(deny, controller("none")))},
+		{"labelled for netclass again", pols(deny)},
 		{"scoped by annotation to another network: ignored", pols(with(deny, scoped("elsewhere, "+a+"/"+b.network)))},
 		{"scoped by annotation to this network", pols(with(deny, scoped("elsewhere, "+b.network)))},
 		{"default-deny egress", pols(np(a, "deny-egress", onClient, egressOnly))},

@@ -52,7 +52,9 @@ func eventuallySeen(t *testing.T, e *harness.Env, ns, pod string, dst *corev1.Po
 
 // NetworkQoS follows running pods: created, edited (DSCP, classifier),
 // its source pod relabelled, its destination pods coming and going, and
-// deleted; no pod is ever restarted. The pods run on node 1, whose
+// deleted; no pod is ever restarted. The first check after each change is
+// one only the change makes true (a mark that appears or goes); the
+// others follow it, under the new rules. The pods run on node 1, whose
 // checkpoint the captures read.
 func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 	e := harness.Shared(t)
@@ -116,8 +118,10 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 	edit("classifier: the other pod only", func(o *ncv1.NetworkQoS) {
 		o.Spec.Egress[0].Classifier.To[0].IPBlock.CIDR = ncv1.CIDR(otherAddr + "/32")
 	})
-	seen(other, otherAddr, 26, "classifier edited: the new destination")
+	// the old destination first: only the edit unmarks it (the whole subnet
+	// marked both), so the new one is then looked at under the new rule
 	seen(peer, peerAddr, 0, "classifier edited: the old destination")
+	seen(other, otherAddr, 26, "classifier edited: the new destination")
 
 	edit("destination by pod selector", func(o *ncv1.NetworkQoS) {
 		o.Spec.Egress[0].Classifier.To = []ncv1.Destination{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "late"}}}}
@@ -128,15 +132,17 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 	lateAddr := harness.Addr(t, e.Attached(t, ns, "late", "net", "net1"))
 	latePod := getPod(t, e, ns, "late")
 	seen(latePod, lateAddr, 26, "a destination pod started after the source")
+	seen(other, otherAddr, 0, "the previous destination, which the selector does not select")
 	seen(peer, peerAddr, 0, "a pod the destination selector does not select")
 
 	deletePod(t, e, ns, "late")
 	waitNoRuleFor(t, lateAddr)
 
-	relabel(t, e, ns, "src", map[string]string{"app": "elsewhere"})
 	edit("classifier: the whole subnet again", func(o *ncv1.NetworkQoS) {
 		o.Spec.Egress[0].Classifier.To = []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: ncv1.CIDR(subnet)}}}
 	})
+	seen(peer, peerAddr, 26, "classifier edited: the whole subnet again")
+	relabel(t, e, ns, "src", map[string]string{"app": "elsewhere"})
 	seen(peer, peerAddr, 0, "the source relabelled out of podSelector")
 	waitNodeReport(t, e, ns, "live", "", 0)
 	relabel(t, e, ns, "src", map[string]string{"app": "src"})

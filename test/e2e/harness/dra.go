@@ -67,13 +67,17 @@ type DRA struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// health is the running daemon's health address: a free loopback port
+	// of its node's network namespace, picked at each launch (Agent reads
+	// /debug/attachments there).
+	health string
 }
 
-// Args are the command line of the daemon. Health probes are off: tests run
-// several daemons on one host (test/deploy checks the probes).
+// Args are the command line of the daemon, its health address as picked
+// for this run (test/deploy checks the probes themselves).
 func (d *DRA) Args() []string {
 	return append([]string{
-		"--kubeconfig=" + d.Kubeconfig, "--node-name=" + d.Node, "--health-address=",
+		"--kubeconfig=" + d.Kubeconfig, "--node-name=" + d.Node, "--health-address=" + d.health,
 		"--kubelet-dir=/var/lib/kubelet", "--nri-socket=/var/run/nri/nri.sock",
 		"--cni-bin-dir=" + strings.Join(d.CNIDirs, ","), "--state-dir=" + d.StateDir, "-v=2",
 	}, d.Extra...)
@@ -97,6 +101,9 @@ func (d *DRA) launchLocked() (int64, error) {
 	}
 	defer log.Close()
 	offset, _ := log.Seek(0, 2)
+	if d.health, err = loopbackPort(d.On); err != nil {
+		return 0, err
+	}
 	cmd := d.On.Command(d.Bin, d.Args()...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

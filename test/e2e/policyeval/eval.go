@@ -47,6 +47,31 @@ func (w World) Allowed(src, dst Pod, proto corev1.Protocol, port int32) bool {
 	return w.direction(src, dst, proto, port, false) && w.direction(dst, src, proto, port, true)
 }
 
+// Ingress reports whether dst's own policies let a connection from src
+// to its port in (src's egress aside).
+func (w World) Ingress(dst, src Pod, proto corev1.Protocol, port int32) bool {
+	return w.direction(dst, src, proto, port, true)
+}
+
+// Egress reports whether src's own policies let a connection to dst's
+// port out (dst's ingress aside).
+func (w World) Egress(src, dst Pod, proto corev1.Protocol, port int32) bool {
+	return w.direction(src, dst, proto, port, false)
+}
+
+// Selecting names, in order, the policies that isolate the pod in a
+// direction: what applies to its attachment on the network.
+func (w World) Selecting(pod Pod) []string {
+	var out []string
+	for _, p := range w.Policies {
+		if w.applies(p, pod, true) || w.applies(p, pod, false) {
+			out = append(out, p.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // direction decides for the subject pod: its ingress from peer, or its
 // egress to peer. For ingress the subject is the server, for egress the
 // peer is.

@@ -105,3 +105,34 @@ func TestAllowed(t *testing.T) {
 		}
 	}
 }
+
+// Ingress and Egress are Allowed's two halves; Selecting names the
+// policies that isolate a pod on the network, whatever their direction.
+func TestDirectionsAndSelecting(t *testing.T) {
+	web := Pod{Namespace: "a", Name: "web", Labels: map[string]string{"app": "web"}, Addr: netip.MustParseAddr("10.0.0.1")}
+	client := Pod{Namespace: "a", Name: "client", Labels: map[string]string{"app": "client"}, Addr: netip.MustParseAddr("10.0.0.2")}
+	deny := policy("a", map[string]string{"app": "web"}, nil)
+	deny.Name = "deny"
+	out := policy("a", map[string]string{"app": "client"}, func(p *networkingv1.NetworkPolicy) {
+		p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+	})
+	out.Name = "out"
+	scoped := policy("a", nil, func(p *networkingv1.NetworkPolicy) {
+		p.Annotations = map[string]string{contract.AnnotationPolicyNetworks: "elsewhere"}
+	})
+	scoped.Name = "scoped"
+	w := World{Policies: []*networkingv1.NetworkPolicy{out, deny, scoped}, Network: "blue"}
+	tcp := corev1.ProtocolTCP
+	if w.Ingress(web, client, tcp, 80) || !w.Egress(web, client, tcp, 80) {
+		t.Error("web: ingress must be denied, egress open")
+	}
+	if !w.Ingress(client, web, tcp, 80) || w.Egress(client, web, tcp, 80) {
+		t.Error("client: ingress must be open, egress denied")
+	}
+	if got := w.Selecting(web); len(got) != 1 || got[0] != "deny" {
+		t.Errorf("Selecting(web) = %v, want [deny]", got)
+	}
+	if got := w.Selecting(client); len(got) != 1 || got[0] != "out" {
+		t.Errorf("Selecting(client) = %v, want [out]", got)
+	}
+}

@@ -1,0 +1,154 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/netclass-dev/netclass/shim/daemon"
+	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/testbed/bed"
+)
+
+// AgentAttachment is one running attachment in netclass-dra's
+// /debug/attachments: what its agent's last completed sync applied.
+type AgentAttachment struct {
+	Pod             string   `json:"pod"` // namespace/name
+	Interface       string   `json:"interface"`
+	Network         string   `json:"network"`
+	NetworkQoS      []string `json:"networkQoS"`
+	NetworkPolicies []string `json:"networkPolicies"`
+	NotEnforced     string   `json:"notEnforced"`
+	QoSIgnored      string   `json:"qosIgnored"`
+	Error           string   `json:"error"`
+}
+
+// Agent reads the daemon's /debug/attachments (on its health address, a
+// loopback port of its node's network namespace): every running attachment
+// of the node with the NetworkPolicies and NetworkQoS objects its agent
+// applied in its last completed sync. The kernel held that sync's rules
+// before the document showed it.
+func (d *DRA) Agent(ctx context.Context) ([]AgentAttachment, error) {
+	d.mu.Lock()
+	addr := d.health
+	d.mu.Unlock()
+	if addr == "" {
+		return nil, fmt.Errorf("netclass-dra on node %s is not running", d.Node)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialIn(d.On), DisableKeepAlives: true}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/attachments", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("netclass-dra on node %s: %w", d.Node, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("netclass-dra on node %s: GET /debug/attachments: %s", d.Node, resp.Status)
+	}
+	var doc struct {
+		Version     string            `json:"version"`
+		Attachments []AgentAttachment `json:"attachments"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments: %w", d.Node, err)
+	}
+	if doc.Version != daemon.AttachmentsVersion {
+		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments version %q, want %q", d.Node, doc.Version, daemon.AttachmentsVersion)
+	}
+	return doc.Attachments, nil
+}
+
+// WaitAgent waits until the daemon's agent shows what ok wants (its
+// message says what is missing), at most WaitTimeout: the positive sign
+// that the agent synced after a change, for a test whose next check would
+// hold just as well before the change.
+func (d *DRA) WaitAgent(t testing.TB, what string, ok func([]AgentAttachment) (bool, string)) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, WaitTimeout), 50*time.Millisecond, fmt.Sprintf("node %s's agent: %s", d.Node, what),
+		func(ctx context.Context) (bool, string, error) {
+			atts, err := d.Agent(ctx)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			done, missing := ok(atts)
+			return done, missing, nil
+		})
+}
+
+// AgentHas is a WaitAgent condition: each attachment (namespace/name of
+// the pod → its interface's NetworkPolicies) is listed with exactly those
+// policies, in order; nil is none. The QoS side is not looked at.
+func AgentHas(ifname string, policies map[string][]string) func([]AgentAttachment) (bool, string) {
+	return func(atts []AgentAttachment) (bool, string) {
+		var wrong []string
+		for pod, want := range policies {
+			a, found := findAttachment(atts, pod, ifname)
+			switch {
+			case !found:
+				wrong = append(wrong, fmt.Sprintf("%s %s not listed", pod, ifname))
+			case strings.Join(a.NetworkPolicies, ",") != strings.Join(want, ","):
+				wrong = append(wrong, fmt.Sprintf("%s %s: policies %v, want %v", pod, ifname, a.NetworkPolicies, want))
+			}
+		}
+		return len(wrong) == 0, strings.Join(wrong, "; ")
+	}
+}
+
+func findAttachment(atts []AgentAttachment, pod, ifname string) (AgentAttachment, bool) {
+	for _, a := range atts {
+		if a.Pod == pod && a.Interface == ifname {
+			return a, true
+		}
+	}
+	return AgentAttachment{}, false
+}
+
+// dialIn dials from inside the node's network namespace (node 1: this
+// machine's): a socket stays in the namespace it was made in.
+func dialIn(n bed.Node) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var dialer net.Dialer
+	if n.Primary() {
+		return dialer.DialContext
+	}
+	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		err = ns.WithNetNSPath(n.NetNSPath(), func(ns.NetNS) error {
+			c, err = dialer.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+}
+
+// loopbackPort returns a free loopback address of the node's network
+// namespace, for a daemon's health address.
+func loopbackPort(n bed.Node) (string, error) {
+	var addr string
+	listen := func(ns.NetNS) error {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		addr = l.Addr().String()
+		return l.Close()
+	}
+	var err error
+	if n.Primary() {
+		err = listen(nil)
+	} else {
+		err = ns.WithNetNSPath(n.NetNSPath(), listen)
+	}
+	if err != nil {
+		return "", fmt.Errorf("a free loopback port on node %s: %w", n.Name, err)
+	}
+	return addr, nil
+}
