@@ -409,12 +409,15 @@ func portRanges(ports []networkingv1.NetworkPolicyPort, owned []corev1.Container
 				}
 			}
 		default:
-			r := netpol.PortRange{Proto: num, From: uint16(p.Port.IntVal), To: uint16(p.Port.IntVal)}
-			if p.EndPort != nil && *p.EndPort >= p.Port.IntVal && *p.EndPort <= 65535 {
-				r.To = uint16(*p.EndPort)
-			}
 			if p.Port.IntVal < 1 || p.Port.IntVal > 65535 {
 				return nil, fmt.Errorf("ports[%d]: port %d out of range", i, p.Port.IntVal)
+			}
+			r := netpol.PortRange{Proto: num, From: uint16(p.Port.IntVal), To: uint16(p.Port.IntVal)}
+			if p.EndPort != nil {
+				if *p.EndPort < p.Port.IntVal || *p.EndPort > 65535 {
+					return nil, fmt.Errorf("ports[%d]: endPort %d is not between port %d and 65535", i, *p.EndPort, p.Port.IntVal)
+				}
+				r.To = uint16(*p.EndPort)
 			}
 			out = append(out, r)
 		}

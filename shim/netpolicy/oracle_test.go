@@ -254,26 +254,6 @@ func validPeers(peers []networkingv1.NetworkPolicyPeer) bool {
 	return true
 }
 
-// reversedRange reports whether a port range ends before it starts (the
-// API server refuses it). Compile allows its first port (portRanges drops
-// an endPort below the port); the oracle, nothing. Left out of the safety
-// check until Compile refuses such a range.
-func reversedRange(p *networkingv1.NetworkPolicy) bool {
-	var ports []networkingv1.NetworkPolicyPort
-	for _, r := range p.Spec.Ingress {
-		ports = append(ports, r.Ports...)
-	}
-	for _, r := range p.Spec.Egress {
-		ports = append(ports, r.Ports...)
-	}
-	for _, pp := range ports {
-		if pp.Port != nil && pp.Port.Type == intstr.Int && pp.EndPort != nil && *pp.EndPort < pp.Port.IntVal {
-			return true
-		}
-	}
-	return false
-}
-
 // describe is the policy's annotations and spec, as JSON.
 func describe(p *networkingv1.NetworkPolicy) string {
 	b, err := json.Marshal(struct {
