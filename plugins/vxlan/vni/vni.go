@@ -96,6 +96,9 @@ func (u Underlay) Spec(c *netconf.VXLAN, bridgeIndex int) link.VXLANSpec {
 	return link.VXLANSpec{
 		Name: c.DeviceName(), VNI: c.VNI, Port: c.Port, Local: u.Local, Group: c.GroupIP,
 		MasterIndex: u.MasterIndex, Learning: *c.Learning, MTU: u.MTU, BridgeIndex: bridgeIndex, Owner: c.Name,
+		// What the fabric sees: the outer header carries the DSCP the
+		// packet has entering the tunnel (marked on the pod's port).
+		TOS: link.TOSInherit,
 	}
 }
 
