@@ -33,7 +33,7 @@ func TestPCPMap(t *testing.T) {
 		name    string
 		pcpMap  string
 		code    uint
-		errs    []string     // substrings of the error
+		errs    []string      // substrings of the error
 		entries map[int]uint8 // checked entries of the table
 	}{
 		{name: "no map: the default", pcpMap: "", entries: map[int]uint8{46: 5, 10: 1, 0: 0}},
