@@ -148,16 +148,27 @@ demo: $(TEST_CNI)
 	$(BIN)/netclass-demo --cni-path $(TEST_CNI)
 
 # Benchmarks: plugin ADD+DEL against the upstream chain (no cluster needed),
-# then the Kubernetes side on the test bed (500 PodNetworks published, 50
-# pods started at once), which is brought up and always torn down.
+# latency under load in the VM (bench-vm), then the Kubernetes side on the
+# test bed (500 PodNetworks published, 50 pods started at once), which is
+# brought up and always torn down.
 BENCH_N ?= 100
 bench: $(TEST_CNI)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_N)x ./test/bench/
+	$(MAKE) bench-vm
 	$(MAKE) testbed-up
 	$(MAKE) install
 	status=0; NETCLASS_KUBECONFIG=$(TESTBED_KUBECONFIG) $(GO) test -tags testbed -run '^$$' -bench DRA \
 		-benchtime 1x -timeout 30m ./test/bench/ || status=$$?; \
 	$(MAKE) uninstall; $(MAKE) testbed-down; exit $$status
+
+# Latency under load (test/bench, tag vmtest): a pod's egress shaped to 20 Mbit/s with tbf
+# alone, fq_codel under it (the default) and cake, saturated by a TCP flow while another
+# pings through the shaper. In the VM: this machine's kernel has neither fq_codel nor cake.
+# Two vCPUs, so that the bulk flow's sender and receiver do not share one emulated CPU.
+.PHONY: bench-vm
+bench-vm: vm-deps $(BIN)/vmexec $(TEST_CNI)
+	NETCLASS_VM_CPUS=2 $(GO) test -tags vmtest -exec $(BIN)/vmexec -run '^$$' -bench LatencyUnderLoad \
+		-benchtime 1x -timeout $(VM_TEST_TIMEOUT) ./test/bench/
 
 # The container image of conf/deploy (an OCI archive; no container engine
 # needed): import it with `ctr -n k8s.io images import --platform linux/amd64 $(IMAGE_TAR)`.
