@@ -30,7 +30,9 @@ const (
 	probeInterval             = 20 * time.Millisecond
 	loadWarmup, loadTime      = 3 * time.Second, 10 * time.Second
 	// Targets: the bulk flow keeps the configured rate; with the default
-	// queue the probes' p99 under load stays within 10 ms of the idle RTT.
+	// queue the probes' p99 under load stays within 10 ms of the idle RTT
+	// (their p99 too: under emulation the idle tail is itself several ms of
+	// scheduling noise, which is not delay the queue added).
 	rateTolerance  = 0.10
 	latencyAllowed = 10 * time.Millisecond
 )
@@ -68,8 +70,8 @@ func BenchmarkLatencyUnderLoad(b *testing.B) {
 			if d := r.bulkBps/latencyRate - 1; d < -rateTolerance || d > rateTolerance {
 				b.Errorf("%s: the bulk flow got %.2f Mbit/s, not within %.0f%% of %.0f", queue, r.bulkBps/1e6, rateTolerance*100, latencyRate/1e6)
 			}
-			if queue == "fq_codel" && r.p99 > r.idleP50+latencyAllowed {
-				b.Errorf("default queue: p99 RTT under load %.1f ms > idle %.1f ms + %v", ms(r.p99), ms(r.idleP50), latencyAllowed)
+			if queue == "fq_codel" && r.p99 > r.idleP99+latencyAllowed {
+				b.Errorf("default queue: p99 RTT under load %.1f ms > idle p99 %.1f ms + %v", ms(r.p99), ms(r.idleP99), latencyAllowed)
 			}
 		})
 	}
