@@ -4,7 +4,6 @@ package vlan
 
 import (
 	"encoding/json"
-	"net/netip"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -38,17 +37,6 @@ func dualConf(t *testing.T, first int, extra map[string]any) []byte {
 }
 
 func ipOf(prefix string, n int) string { return prefix + strconv.Itoa(n) }
-
-func addrOf(t *testing.T, r *current.Result, v6 bool) netip.Addr {
-	t.Helper()
-	for _, ipc := range r.IPs {
-		if a, ok := netip.AddrFromSlice(ipc.Address.IP); ok && a.Unmap().Is6() == v6 {
-			return a.Unmap()
-		}
-	}
-	t.Fatalf("no IPv6=%v address in %v", v6, r.IPs)
-	return netip.Addr{}
-}
 
 // pcpCase is one datagram a pod sends and the PCP its frame must carry on
 // the trunk.
@@ -152,7 +140,7 @@ func capturePCP(t *testing.T, sw *nstest.NS, port string, remote *current.Result
 	t.Helper()
 	for p, cases := range sends { // neighbours resolved first
 		for _, c := range cases {
-			if err := traffic.Ping(p.NS, addrOf(t, remote, c.v6), 10*time.Second); err != nil {
+			if err := traffic.Ping(p.NS, cnitest.Addr(t, remote, c.v6), 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -164,7 +152,7 @@ func capturePCP(t *testing.T, sw *nstest.NS, port string, remote *current.Result
 	defer sniff.Close()
 	for p, cases := range sends {
 		for _, c := range cases {
-			if err := traffic.SendUDP(p.NS, addrOf(t, remote, c.v6), c.port, c.tos, 3, 10*time.Millisecond); err != nil {
+			if err := traffic.SendUDP(p.NS, cnitest.Addr(t, remote, c.v6), c.port, c.tos, 3, 10*time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
 			got := sniff.WaitFor(func(pk traffic.Packet) bool { return pk.DstPort == c.port }, 3, 3*time.Second)

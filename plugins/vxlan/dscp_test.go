@@ -3,13 +3,10 @@ package vxlan
 import (
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
@@ -61,17 +58,6 @@ func (u underlay) dualStack(t *testing.T, n *node, i, vni, first int, qos map[st
 	return b
 }
 
-func addrOf(t *testing.T, r *current.Result, v6 bool) netip.Addr {
-	t.Helper()
-	for _, ipc := range r.IPs {
-		if a, ok := netip.AddrFromSlice(ipc.Address.IP); ok && a.Unmap().Is6() == v6 {
-			return a.Unmap()
-		}
-	}
-	t.Fatalf("no IPv6=%v address in %v", v6, r.IPs)
-	return netip.Addr{}
-}
-
 // TestTheFabricSeesTheDSCP: over an IPv4 and an IPv6 underlay, what a pod
 // sends crosses the underlay with the DSCP it has entering the tunnel in
 // the outer header: the attachment's dscp (IPv4 and IPv6 pod packets), what
@@ -89,7 +75,7 @@ func TestTheFabricSeesTheDSCP(t *testing.T) {
 			rr := b.Add(t, plugin, u.dualStack(t, b, 1, 700, 30, nil), remote, "net1")
 			for _, v6 := range []bool{false, true} { // neighbours resolved before the datagrams
 				for _, p := range []*cnitest.Pod{marked, plain} {
-					if err := traffic.Ping(p.NS, addrOf(t, rr, v6), 10*time.Second); err != nil {
+					if err := traffic.Ping(p.NS, cnitest.Addr(t, rr, v6), 10*time.Second); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -115,7 +101,7 @@ func TestTheFabricSeesTheDSCP(t *testing.T) {
 				{"the pod's own dscp 10 where nothing overrides it", plain, false, 7005, 10 << 2, 10, 0, false},
 				{"the pod's own dscp 34, IPv6, ECT(0)", plain, true, 7006, 34<<2 | 2, 34, 2, false},
 			} {
-				dst := addrOf(t, rr, tc.v6)
+				dst := cnitest.Addr(t, rr, tc.v6)
 				if err := traffic.SendUDP(tc.from.NS, dst, tc.port, tc.tos, 3, 10*time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
@@ -164,7 +150,7 @@ func TestAnOlderTunnelGetsItsTOSInPlace(t *testing.T) {
 	sender, other, remote := cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t)
 	a.Add(t, plugin, u.dualStack(t, a, 0, 710, 10, map[string]any{"dscp": 46}), sender, "net1")
 	rr := b.Add(t, plugin, u.dualStack(t, b, 1, 710, 30, nil), remote, "net1")
-	dst := addrOf(t, rr, false)
+	dst := cnitest.Addr(t, rr, false)
 	if err := traffic.Ping(sender.NS, dst, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,11 @@ package bench
 
 import (
 	"encoding/json"
-	"net/netip"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
-
-	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/qosport"
@@ -96,7 +93,7 @@ func measureLatency(b *testing.B, queue string) latencyRun {
 	}
 	shaped, sink := cnitest.NewPod(b), cnitest.NewPod(b)
 	h.Add(b, "netclass-bridge", conf(map[string]any{"egressRate": latencyRate, "egressBurst": latencyBurst, "queue": queue}), shaped, "net1")
-	dst := addr(b, h.Add(b, "netclass-bridge", conf(nil), sink, "net1"))
+	dst := cnitest.Addr(b, h.Add(b, "netclass-bridge", conf(nil), sink, "net1"), false)
 	if out, err := exec.Command("ip", "netns", "exec", shaped.NS.Name, "sysctl", "-qw", "net.ipv4.tcp_ecn=1").CombinedOutput(); err != nil {
 		b.Fatalf("sysctl tcp_ecn: %v\n%s", err, out)
 	}
@@ -132,15 +129,6 @@ func measureLatency(b *testing.B, queue string) latencyRun {
 	return r
 }
 
-func addr(b *testing.B, r *current.Result) netip.Addr {
-	b.Helper()
-	a, ok := netip.AddrFromSlice(r.IPs[0].Address.IP.To4())
-	if !ok {
-		b.Fatalf("no IPv4 address in %v", r.IPs)
-	}
-	return a
-}
-
 var (
 	droppedRe = regexp.MustCompile(`\(dropped (\d+),`)
 	markedRe  = regexp.MustCompile(`ecn_mark (\d+)|\n\s*marks\s+(\d+)`)
@@ -162,4 +150,3 @@ func queueStats(b *testing.B, h *cnitest.Host, dev string) (dropped, marked int)
 	}
 	return dropped, marked
 }
-
