@@ -60,8 +60,9 @@ func (u underlay) dualStack(t *testing.T, n *node, i, vni, first int, qos map[st
 
 // TestTheFabricSeesTheDSCP: over an IPv4 and an IPv6 underlay, what a pod
 // sends crosses the underlay with the DSCP it has entering the tunnel in
-// the outer header: the attachment's dscp (IPv4 and IPv6 pod packets), what
-// the pod set itself where nothing overrides it, and 0 where nothing marks;
+// the outer header: the attachment's dscp (IPv4 and IPv6 pod packets), a
+// NetworkQoS rule's (qos.egress), what the pod set itself where nothing
+// overrides it, and 0 where nothing marks;
 // the outer ECN field is the inner one (RFC 6040). CHECK sees the tunnel's
 // TOS setting.
 func TestTheFabricSeesTheDSCP(t *testing.T) {
@@ -69,7 +70,8 @@ func TestTheFabricSeesTheDSCP(t *testing.T) {
 		t.Run(u.name, func(t *testing.T) {
 			a, b := u.nodes(t)
 			marked, plain, remote := cnitest.NewPod(t), cnitest.NewPod(t), cnitest.NewPod(t)
-			markedConf := u.dualStack(t, a, 0, 700, 10, map[string]any{"dscp": 46})
+			markedConf := u.dualStack(t, a, 0, 700, 10, map[string]any{"dscp": 46, "egress": []any{map[string]any{
+				"priority": 1, "dscp": 18, "classifier": map[string]any{"ports": []any{map[string]any{"protocol": "UDP", "port": 7007}, map[string]any{"protocol": "UDP", "port": 7008}}}}}})
 			rm := a.Add(t, plugin, markedConf, marked, "net1")
 			a.Add(t, plugin, u.dualStack(t, a, 0, 700, 20, nil), plain, "net1")
 			rr := b.Add(t, plugin, u.dualStack(t, b, 1, 700, 30, nil), remote, "net1")
@@ -86,20 +88,21 @@ func TestTheFabricSeesTheDSCP(t *testing.T) {
 			}
 			defer sniff.Close()
 			for _, tc := range []struct {
-				what       string
-				from       *cnitest.Pod
-				v6         bool
-				port       uint16
-				tos        uint8 // what the pod sets: DSCP << 2 | ECN
-				dscp, ecn  uint8 // what the inner and the outer header must carry
-				underlayV6 bool
+				what      string
+				from      *cnitest.Pod
+				v6        bool
+				port      uint16
+				tos       uint8 // what the pod sets: DSCP << 2 | ECN
+				dscp, ecn uint8 // what the inner and the outer header must carry
 			}{
-				{"attachment dscp 46, IPv4 pod packet, ECT(0)", marked, false, 7001, 0x02, 46, 2, false},
-				{"attachment dscp 46 over the pod's own 10, IPv6 pod packet, ECT(1)", marked, true, 7002, 10<<2 | 1, 46, 1, false},
-				{"nothing marks", plain, false, 7003, 0, 0, 0, false},
-				{"nothing marks, IPv6", plain, true, 7004, 0, 0, 0, false},
-				{"the pod's own dscp 10 where nothing overrides it", plain, false, 7005, 10 << 2, 10, 0, false},
-				{"the pod's own dscp 34, IPv6, ECT(0)", plain, true, 7006, 34<<2 | 2, 34, 2, false},
+				{"attachment dscp 46, IPv4 pod packet, ECT(0)", marked, false, 7001, 0x02, 46, 2},
+				{"attachment dscp 46 over the pod's own 10, IPv6 pod packet, ECT(1)", marked, true, 7002, 10<<2 | 1, 46, 1},
+				{"nothing marks", plain, false, 7003, 0, 0, 0},
+				{"nothing marks, IPv6", plain, true, 7004, 0, 0, 0},
+				{"the pod's own dscp 10 where nothing overrides it", plain, false, 7005, 10 << 2, 10, 0},
+				{"the pod's own dscp 34, IPv6, ECT(0)", plain, true, 7006, 34<<2 | 2, 34, 2},
+				{"a NetworkQoS rule on UDP/7007: 18 over the attachment's 46", marked, false, 7007, 0, 18, 0},
+				{"the same rule on UDP/7008, IPv6", marked, true, 7008, 0x02, 18, 2},
 			} {
 				dst := cnitest.Addr(t, rr, tc.v6)
 				if err := traffic.SendUDP(tc.from.NS, dst, tc.port, tc.tos, 3, 10*time.Millisecond); err != nil {
