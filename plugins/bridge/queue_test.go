@@ -142,6 +142,7 @@ func measureEgress(t *testing.T, h *cnitest.Host, shaped *network, a *cnitest.Po
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("egress through the queue: %.2f Mbit/s, configured %.2f", res.ReceivedBps/1e6, rate/1e6)
 	if res.Error != "" || !within(res.ReceivedBps, rate, 0.2) {
 		t.Errorf("egress through the queue: %.2f Mbit/s (%s), configured %.2f", res.ReceivedBps/1e6, res.Error, rate/1e6)
 	}
