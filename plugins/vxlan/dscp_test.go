@@ -63,8 +63,8 @@ func (u underlay) dualStack(t *testing.T, n *node, i, vni, first int, qos map[st
 // the outer header: the attachment's dscp (IPv4 and IPv6 pod packets), a
 // NetworkQoS rule's (qos.egress), what the pod set itself where nothing
 // overrides it, and 0 where nothing marks;
-// the outer ECN field is the inner one (RFC 6040). CHECK sees the tunnel's
-// TOS setting.
+// the outer ECN field is the inner one, CE included (RFC 6040's normal
+// mode). CHECK sees the tunnel's TOS setting.
 func TestTheFabricSeesTheDSCP(t *testing.T) {
 	for _, u := range underlays {
 		t.Run(u.name, func(t *testing.T) {
@@ -103,6 +103,8 @@ func TestTheFabricSeesTheDSCP(t *testing.T) {
 				{"the pod's own dscp 34, IPv6, ECT(0)", plain, true, 7006, 34<<2 | 2, 34, 2},
 				{"a NetworkQoS rule on UDP/7007: 18 over the attachment's 46", marked, false, 7007, 0, 18, 0},
 				{"the same rule on UDP/7008, IPv6", marked, true, 7008, 0x02, 18, 2},
+				{"CE (congestion met before the tunnel) stays CE outside", plain, false, 7009, 10<<2 | 3, 10, 3},
+				{"CE, IPv6", marked, true, 7010, 3, 46, 3},
 			} {
 				dst := cnitest.Addr(t, rr, tc.v6)
 				if err := traffic.SendUDP(tc.from.NS, dst, tc.port, tc.tos, 3, 10*time.Millisecond); err != nil {
