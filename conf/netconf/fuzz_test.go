@@ -15,6 +15,8 @@ func FuzzParse(f *testing.F) {
 		`{"name":"v","type":"netclass-vxlan","vni":7,"master":"eth0","group":"239.1.1.1"}`,
 		`{"name":"v","type":"netclass-vxlan","vni":7,"local":"fd00::1","remotes":["fd00::2"]}`,
 		`{"name":"l","type":"netclass-vlan","master":"eth0","vlanId":100,"linkInContainer":true}`,
+		`{"name":"l","type":"netclass-vlan","master":"eth0","vlanId":100,"pcpMap":{"46":5,"0":1}}`,
+		`{"name":"q","type":"netclass-qos","qos":{"egressRate":8000,"egressBurst":800,"queue":"cake"}}`,
 		`{"name":"s","type":"netclass-sriov","deviceID":"0000:03:00.2","vlan":10,"vlanQoS":3,"vlanProto":"802.1ad","spoofchk":"on","trust":"off","linkState":"auto","minTxRate":1,"maxTxRate":100}`,
 		`{"name":"q","type":"netclass-qos","qos":{"dscp":46,"egress":[{"priority":10,"dscp":20,"classifier":{"to":[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8"]}}],"ports":[{"protocol":"TCP","port":80}]},"bandwidth":{"rate":1000,"burst":1000}}]}}`,
 		`{"name":"q","type":"netclass-qos","runtimeConfig":{"bandwidth":{"ingressRate":1,"ingressBurst":1}}}`,

@@ -23,6 +23,12 @@ type VLAN struct {
 	// LinkInContainer means master is inside the pod's netns and the VLAN is
 	// created there.
 	LinkInContainer bool `json:"linkInContainer,omitempty"`
+	// PCPMap replaces the default DSCP-to-PCP map (PCP = DSCP >> 3) of
+	// the frames leaving through the VLAN's sub-interface.
+	PCPMap *PCPMap `json:"pcpMap,omitempty"`
+
+	// PCP is the map in effect, set by ParseVLAN.
+	PCP PCPTable `json:"-"`
 }
 
 // ParseVLAN decodes and validates a netclass-vlan configuration.
@@ -49,6 +55,12 @@ func (c *VLAN) validate() field.Errors {
 		errs.Add("vlanId", "must be between 1 and %d, got %d", MaxVLANID, c.VLANID)
 	}
 	errs.Append(validateMTU("mtu", c.MTU))
+	c.PCP = DefaultPCPTable()
+	if c.PCPMap != nil {
+		var perrs field.Errors
+		c.PCP, perrs = c.PCPMap.Table("pcpMap")
+		errs.Append(perrs...)
+	}
 	return errs
 }
 

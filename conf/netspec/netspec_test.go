@@ -96,6 +96,32 @@ func TestNetwork(t *testing.T) {
 	}
 }
 
+// TestQueueAndPCPMap: the ClusterNetwork's qos.queue reaches the plugin
+// unless the Network names another, and the VLAN options' pcpMap reaches
+// netclass-vlan, where an invalid one is refused.
+func TestQueueAndPCPMap(t *testing.T) {
+	cn := vlanCN(`{"type":"dhcp"}`)
+	cn.Spec.QoS.Queue = "cake"
+	cn.Spec.DefaultOptions.VLAN.PCPMap = map[string]int32{"46": 6, "10": 2}
+	n := network("red", "trunk", i32(100), nil)
+	cfg, err := netspec.Network(n, cn, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"netclass-vlan","vlanId":100,"master":"eth1","mtu":1500,"pcpMap":{"10":2,"46":6},"ipam":{"type":"dhcp"},"qos":{"egressRate":1000000,"egressBurst":10000,"dscp":10,"queue":"cake"}}`
+	if string(cfg) != want {
+		t.Errorf("config\n got %s\nwant %s", cfg, want)
+	}
+	n.Spec.QoS = &ncv1.InterfaceQoS{Queue: "tbf"}
+	if cfg, err = netspec.Network(n, cn, nil, nil); err != nil || !strings.Contains(string(cfg), `"queue":"tbf"`) {
+		t.Errorf("the Network's queue over the ClusterNetwork's: %s, %v", cfg, err)
+	}
+	cn.Spec.DefaultOptions.VLAN.PCPMap = map[string]int32{"46": 9}
+	if _, err := netspec.Network(n, cn, nil, nil); err == nil || !strings.Contains(err.Error(), `pcpMap["46"]: must be a PCP from 0 to 7, got 9`) {
+		t.Errorf("an invalid pcpMap: %v, want it named", err)
+	}
+}
+
 func TestTenantIPAM(t *testing.T) {
 	const hostLocal = `{"type":"host-local","ranges":[[{"subnet":"10.30.0.0/16"}]],"dataDir":"/var/lib/cni/networks"}`
 	for _, tc := range []struct {

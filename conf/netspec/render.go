@@ -42,18 +42,19 @@ func TypeMismatch(n *ncv1.Network, cn *ncv1.ClusterNetwork) string {
 // netclass.dev PodNetwork's parameters (no cniVersion or name): the keys of
 // netclass-vlan and netclass-vxlan that a Network can set (conf/netconf).
 type mainConfig struct {
-	Type     string          `json:"type"`
-	VLANID   *int32          `json:"vlanId,omitempty"`
-	VNI      *int32          `json:"vni,omitempty"`
-	Master   string          `json:"master,omitempty"`
-	Local    string          `json:"local,omitempty"`
-	Group    string          `json:"group,omitempty"`
-	Remotes  []string        `json:"remotes,omitempty"`
-	Port     *int32          `json:"port,omitempty"`
-	Learning *bool           `json:"learning,omitempty"`
-	MTU      *int32          `json:"mtu,omitempty"`
-	IPAM     json.RawMessage `json:"ipam,omitempty"`
-	QoS      *interfaceQoS   `json:"qos,omitempty"`
+	Type     string           `json:"type"`
+	VLANID   *int32           `json:"vlanId,omitempty"`
+	VNI      *int32           `json:"vni,omitempty"`
+	Master   string           `json:"master,omitempty"`
+	Local    string           `json:"local,omitempty"`
+	Group    string           `json:"group,omitempty"`
+	Remotes  []string         `json:"remotes,omitempty"`
+	Port     *int32           `json:"port,omitempty"`
+	Learning *bool            `json:"learning,omitempty"`
+	MTU      *int32           `json:"mtu,omitempty"`
+	PCPMap   map[string]int32 `json:"pcpMap,omitempty"`
+	IPAM     json.RawMessage  `json:"ipam,omitempty"`
+	QoS      *interfaceQoS    `json:"qos,omitempty"`
 }
 
 // interfaceQoS is the interface-wide part of the plugins' qos block.
@@ -63,6 +64,7 @@ type interfaceQoS struct {
 	EgressRate   *int64 `json:"egressRate,omitempty"`
 	EgressBurst  *int64 `json:"egressBurst,omitempty"`
 	DSCP         *int32 `json:"dscp,omitempty"`
+	Queue        string `json:"queue,omitempty"`
 }
 
 // Network renders the main-plugin config of n under cn, in the form of a
@@ -144,7 +146,7 @@ func nodeMaster(node *Node) string {
 func renderVLAN(cfg *mainConfig, n *ncv1.Network, o *ncv1.VLANOptions, node *Node) {
 	cfg.VLANID = n.Spec.VLANID
 	if o != nil {
-		cfg.Master, cfg.MTU = string(o.Master), o.MTU
+		cfg.Master, cfg.MTU, cfg.PCPMap = string(o.Master), o.MTU, o.PCPMap
 	}
 	if cfg.Master == "" {
 		cfg.Master = nodeMaster(node)
@@ -184,6 +186,9 @@ func mergeQoS(base, over *ncv1.InterfaceQoS) *interfaceQoS {
 		out.EgressRate = or(q.EgressRate, out.EgressRate)
 		out.EgressBurst = or(q.EgressBurst, out.EgressBurst)
 		out.DSCP = or(q.DSCP, out.DSCP)
+		if q.Queue != "" {
+			out.Queue = string(q.Queue)
+		}
 	}
 	if out == (interfaceQoS{}) {
 		return nil

@@ -3,6 +3,7 @@ package qos
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -17,6 +18,10 @@ func FuzzCompile(f *testing.F) {
 		`{"egressRate":1000000000000,"egressBurst":8}`,
 		`{"egressRate":1099511627776,"egressBurst":34359738360}`,
 		`{"egress":[{"priority":1,"dscp":1},{"priority":1,"dscp":2},{"priority":0,"bandwidth":{"rate":1}}]}`,
+		`{"egressRate":20000000,"egressBurst":200000,"queue":"fq_codel"}`,
+		`{"ingressRate":8000,"ingressBurst":800,"queue":"cake"}`,
+		`{"egressRate":8000,"egressBurst":800,"queue":"tbf","dscp":10}`,
+		`{"queue":"sfq"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -26,6 +31,9 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		p := Compile(&s)
+		if !slices.Contains(Queues, p.Queue) || p.ExplicitQueue != (s.Queue != "") {
+			t.Fatalf("a valid spec compiles to queue %q (explicit %v), spec %q", p.Queue, p.ExplicitQueue, s.Queue)
+		}
 		for _, sh := range []*Shaper{p.Ingress, p.Egress} {
 			if sh == nil {
 				continue

@@ -12,6 +12,12 @@ type Plan struct {
 	Egress  *Shaper // traffic from the pod; nil: not shaped
 	DSCP    *uint8  // DSCP of every egress IP packet no rule marks; nil: untouched
 	Rules   []CompiledRule
+	// Queue is the queue under the shapers (Queue*, never ""), and
+	// ExplicitQueue whether the configuration named it: a kernel without
+	// the queue is then an error, while the default falls back to tbf
+	// alone with a warning.
+	Queue         string
+	ExplicitQueue bool
 }
 
 // Shaper is a token bucket in bytes.
@@ -67,13 +73,15 @@ func (p *Plan) NeedsRules() bool { return p != nil && (p.DSCP != nil || len(p.Ru
 
 // Compile turns a spec into a plan. The spec must have passed Validate.
 func Compile(s *Spec) *Plan {
+	queue, explicit := queueOf(s)
 	if s.IsZero() {
-		return &Plan{}
+		return &Plan{Queue: queue, ExplicitQueue: explicit}
 	}
 	p := &Plan{
 		Ingress: shaper(s.IngressRate, s.IngressBurst),
 		Egress:  shaper(s.EgressRate, s.EgressBurst),
 		DSCP:    dscp(s.DSCP),
+		Queue:   queue, ExplicitQueue: explicit,
 	}
 	for i := range s.Egress {
 		p.Rules = append(p.Rules, compileRule(i, &s.Egress[i], p.DSCP))

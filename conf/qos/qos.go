@@ -16,6 +16,9 @@ type Spec struct {
 	EgressBurst  int64  `json:"egressBurst,omitempty"`
 	DSCP         *int   `json:"dscp,omitempty"`
 	Egress       []Rule `json:"egress,omitempty"`
+	// Queue is the queue under the shapers (Queue*; "" is DefaultQueue).
+	// Alone it asks for nothing: it shapes nothing by itself.
+	Queue string `json:"queue,omitempty"`
 }
 
 // Rule is one egress rule: packets matching Classifier are marked with DSCP
@@ -95,6 +98,9 @@ func Merge(base, over *Spec) *Spec {
 	if over.Egress != nil {
 		out.Egress = make([]Rule, len(over.Egress))
 		copy(out.Egress, over.Egress)
+	}
+	if over.Queue != "" {
+		out.Queue = over.Queue
 	}
 	return out
 }

@@ -51,6 +51,7 @@ func (s *Spec) Validate(p field.Path) error {
 	if s.DSCP != nil && (*s.DSCP < 0 || *s.DSCP > MaxDSCP) {
 		errs.Add(p.Child("dscp"), "must be between 0 and %d, got %d", MaxDSCP, *s.DSCP)
 	}
+	errs.Append(validateQueue(p.Child("queue"), s.Queue)...)
 	if len(s.Egress) > MaxRules {
 		errs.Add(p.Child("egress"), "at most %d rules, got %d", MaxRules, len(s.Egress))
 	}

@@ -1,7 +1,6 @@
 package traffic
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -17,6 +16,20 @@ type Packet struct {
 	Proto    uint8
 	DstPort  uint16
 	DSCP     uint8
+	ECN      uint8 // the low two bits of the IPv4 TOS / IPv6 traffic class
+	// VLAN is the frame's 802.1Q tag, nil for an untagged frame.
+	VLAN *VLANTag
+	// Inner is the packet a VXLAN datagram (UDP, VXLAN header with a
+	// valid VNI) carries, nil for any other.
+	Inner *Packet
+	// VNI is the VXLAN network identifier when Inner is set.
+	VNI uint32
+}
+
+// VLANTag is an 802.1Q tag: the VLAN ID and the 802.1p priority (PCP).
+type VLANTag struct {
+	ID  uint16
+	PCP uint8
 }
 
 // Sniffer captures the IP packets an interface receives, with AF_PACKET.
@@ -40,7 +53,13 @@ func Sniff(ns *NS, ifname string) (*Sniffer, error) {
 		if err != nil {
 			return err
 		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
+		// The kernel takes a received frame's 802.1Q tag out of the
+		// data (skb_vlan_untag): auxdata hands it back.
+		err = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1)
+		if err == nil {
+			err = unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index})
+		}
+		if err != nil {
 			unix.Close(fd)
 			return err
 		}
@@ -60,9 +79,9 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 func (s *Sniffer) loop() {
 	defer close(s.done)
-	buf := make([]byte, 65536)
+	buf, oob := make([]byte, 65536), make([]byte, 256)
 	for {
-		n, from, err := unix.Recvfrom(s.fd, buf, 0)
+		n, oobn, _, from, err := unix.Recvmsg(s.fd, buf, oob, 0)
 		if err == unix.EAGAIN || err == unix.EINTR {
 			continue
 		}
@@ -72,7 +91,7 @@ func (s *Sniffer) loop() {
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
 			continue
 		}
-		if p, ok := parseFrame(buf[:n]); ok {
+		if p, ok := parseFrame(buf[:n], auxVLAN(oob[:oobn])); ok {
 			s.mu.Lock()
 			s.pkts = append(s.pkts, p)
 			s.mu.Unlock()
@@ -110,39 +129,4 @@ func (s *Sniffer) Close() {
 	unix.Shutdown(s.fd, unix.SHUT_RDWR)
 	unix.Close(s.fd)
 	<-s.done
-}
-
-// parseFrame decodes Ethernet + IPv4/IPv6 + the destination port of
-// TCP/UDP/SCTP.
-func parseFrame(b []byte) (Packet, bool) {
-	if len(b) < 14 {
-		return Packet{}, false
-	}
-	et, ip := binary.BigEndian.Uint16(b[12:14]), b[14:]
-	switch et {
-	case unix.ETH_P_IP:
-		if len(ip) < 20 {
-			return Packet{}, false
-		}
-		ihl := int(ip[0]&0x0f) * 4
-		p := Packet{DSCP: ip[1] >> 2, Proto: ip[9],
-			Src: netip.AddrFrom4([4]byte(ip[12:16])), Dst: netip.AddrFrom4([4]byte(ip[16:20]))}
-		return withPort(p, ip[min(ihl, len(ip)):]), true
-	case unix.ETH_P_IPV6:
-		if len(ip) < 40 {
-			return Packet{}, false
-		}
-		tc := (ip[0]&0x0f)<<4 | ip[1]>>4
-		p := Packet{DSCP: tc >> 2, Proto: ip[6],
-			Src: netip.AddrFrom16([16]byte(ip[8:24])), Dst: netip.AddrFrom16([16]byte(ip[24:40]))}
-		return withPort(p, ip[40:]), true
-	}
-	return Packet{}, false
-}
-
-func withPort(p Packet, l4 []byte) Packet {
-	if (p.Proto == 6 || p.Proto == 17 || p.Proto == 132) && len(l4) >= 4 {
-		p.DstPort = binary.BigEndian.Uint16(l4[2:4])
-	}
-	return p
 }

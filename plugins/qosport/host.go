@@ -32,7 +32,7 @@ func shapeHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 		if err != nil {
 			return err
 		}
-		if err := tc.SetRootTBF(ifb.Attrs().Index, tbf(plan.Egress)); err != nil {
+		if err := shape(ifb, fmt.Sprintf("the egress of %q", a.IfName), plan.Egress, plan); err != nil {
 			return err
 		}
 		if err := tc.RedirectIngress(host.Attrs().Index, ifb.Attrs().Index); err != nil {
@@ -40,7 +40,7 @@ func shapeHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 		}
 	}
 	if plan.Ingress != nil {
-		if err := tc.SetRootTBF(host.Attrs().Index, tbf(plan.Ingress)); err != nil {
+		if err := shape(host, fmt.Sprintf("the ingress of %q", a.IfName), plan.Ingress, plan); err != nil {
 			return fmt.Errorf("shape ingress of %q on %q: %w", a.IfName, a.HostIf, err)
 		}
 	}
@@ -98,7 +98,7 @@ func checkHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 		}
 	}
 	if plan.Ingress != nil {
-		if err := tc.CheckRootTBF(host, tbf(plan.Ingress)); err != nil {
+		if err := checkShaper(host, plan.Ingress, plan); err != nil {
 			return fmt.Errorf("ingress shaping: %w", err)
 		}
 	}
@@ -120,7 +120,7 @@ func checkHostIFB(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	if err != nil {
 		return err
 	}
-	if err := tc.CheckRootTBF(ifb, tbf(plan.Egress)); err != nil {
+	if err := checkShaper(ifb, plan.Egress, plan); err != nil {
 		return err
 	}
 	return checkRedirect(host, ifb)

@@ -30,7 +30,7 @@ func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 			return err
 		}
 		if plan.Egress != nil {
-			if err := tc.SetRootTBF(l.Attrs().Index, tbf(plan.Egress)); err != nil {
+			if err := shape(l, fmt.Sprintf("the egress of %q", a.IfName), plan.Egress, plan); err != nil {
 				return err
 			}
 		}
@@ -39,7 +39,7 @@ func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 			if err != nil {
 				return err
 			}
-			if err := tc.SetRootTBF(ifb.Attrs().Index, tbf(plan.Ingress)); err != nil {
+			if err := shape(ifb, fmt.Sprintf("the ingress of %q", a.IfName), plan.Ingress, plan); err != nil {
 				return err
 			}
 			return tc.RedirectIngress(l.Attrs().Index, ifb.Attrs().Index)
@@ -50,7 +50,7 @@ func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 		return fmt.Errorf("shape %q: %w", a.IfName, err)
 	}
 	if plan.Ingress != nil && host != nil {
-		if err := tc.SetRootTBF(host.Attrs().Index, tbf(plan.Ingress)); err != nil {
+		if err := shape(host, fmt.Sprintf("the ingress of %q", a.IfName), plan.Ingress, plan); err != nil {
 			return fmt.Errorf("shape ingress of %q on %q: %w", a.IfName, a.HostIf, err)
 		}
 	}
@@ -108,7 +108,7 @@ func checkPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 			return err
 		}
 		if plan.Egress != nil {
-			if err := tc.CheckRootTBF(l, tbf(plan.Egress)); err != nil {
+			if err := checkShaper(l, plan.Egress, plan); err != nil {
 				return fmt.Errorf("egress shaping: %w", err)
 			}
 		}
@@ -121,7 +121,7 @@ func checkPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 		return err
 	}
 	if plan.Ingress != nil && host != nil {
-		if err := tc.CheckRootTBF(host, tbf(plan.Ingress)); err != nil {
+		if err := checkShaper(host, plan.Ingress, plan); err != nil {
 			return fmt.Errorf("ingress shaping: %w", err)
 		}
 	}
@@ -136,7 +136,7 @@ func checkPodIFB(a Attachment, l netlink.Link, plan *qos.Plan) error {
 	if err != nil {
 		return fmt.Errorf("ingress shaping: %w", err)
 	}
-	if err := tc.CheckRootTBF(ifb, tbf(plan.Ingress)); err != nil {
+	if err := checkShaper(ifb, plan.Ingress, plan); err != nil {
 		return fmt.Errorf("ingress shaping: %w", err)
 	}
 	if err := checkRedirect(l, ifb); err != nil {

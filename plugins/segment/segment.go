@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 )
 
 // Devices are a segment's bridge and uplink on this node, and the network
@@ -65,11 +66,13 @@ func (d Devices) ours(l netlink.Link, managed bool) bool {
 	return link.Owned(l, d.Network) || link.Untagged(l)
 }
 
-// deleteIfOurs deletes a device unless another network owns it.
+// deleteIfOurs deletes a device unless another network owns it, with the
+// nftables table that sets the priority of a VLAN uplink's frames (a netdev
+// table outlives its device).
 func (d Devices) deleteIfOurs(name string, managed bool) error {
 	l, err := link.ByName(name)
 	if link.IsNotFound(err) {
-		return nil
+		return deletePCP(name) // the device went; its table may not have
 	}
 	if err != nil {
 		return err
@@ -77,5 +80,16 @@ func (d Devices) deleteIfOurs(name string, managed bool) error {
 	if !d.ours(l, managed) {
 		return nil
 	}
-	return link.Delete(name)
+	if err := link.Delete(name); err != nil {
+		return err
+	}
+	return deletePCP(name)
+}
+
+func deletePCP(uplink string) error {
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return nft.DeletePCP(c, uplink)
 }

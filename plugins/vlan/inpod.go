@@ -9,6 +9,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ip"
 	"github.com/containernetworking/plugins/pkg/ipam"
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
@@ -16,6 +17,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 )
 
 // The linkInContainer mode: the VLAN is a sub-interface, in the pod, of a
@@ -52,7 +54,10 @@ func addInPod(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *at
 	if err != nil {
 		return nil, err
 	}
-	return res, configure(args, res)
+	if err := configure(args, res); err != nil {
+		return nil, err
+	}
+	return res, applyPodPCP(c, args.Netns, args.IfName)
 }
 
 // allocateAndCreate runs IPAM while the VLAN link is created in the pod.
@@ -104,14 +109,14 @@ func configure(args *skel.CmdArgs, res *current.Result) error {
 	})
 }
 
-// removeLink deletes the pod's VLAN link; a link or namespace already gone
-// is success.
+// removeLink deletes the pod's VLAN link and its priority table; a link or
+// namespace already gone is success.
 func removeLink(netnsPath, ifname string) error {
 	err := netns.Do(netnsPath, func() error { return link.Delete(ifname) })
 	if err != nil && !errors.Is(err, netns.ErrNotFound) {
 		return fmt.Errorf("delete %q in %s: %w", ifname, netnsPath, err)
 	}
-	return nil
+	return deletePodPCP(netnsPath, ifname)
 }
 
 // checkInPod verifies the pod's VLAN link (id, MAC, state), its addresses
@@ -126,7 +131,7 @@ func checkInPod(c *netconf.VLAN, args *skel.CmdArgs, prev *current.Result) error
 	if want == nil {
 		return fmt.Errorf("prevResult has no interface %q in a sandbox", args.IfName)
 	}
-	return netns.Do(args.Netns, func() error {
+	err := netns.Do(args.Netns, func() error {
 		l, err := link.ByName(args.IfName)
 		if err != nil {
 			return err
@@ -142,9 +147,16 @@ func checkInPod(c *netconf.VLAN, args *skel.CmdArgs, prev *current.Result) error
 		case l.Attrs().Flags&1 == 0:
 			return fmt.Errorf("%q is down", args.IfName)
 		}
+		if err := link.CheckPriorityPCP(v); err != nil {
+			return err
+		}
 		if err := ip.ValidateExpectedInterfaceIPs(args.IfName, prev.IPs); err != nil {
 			return err
 		}
 		return ip.ValidateExpectedRoute(prev.Routes)
 	})
+	if err != nil {
+		return err
+	}
+	return nft.InNamespace(args.Netns, func(conn *nftables.Conn) error { return nft.CheckPCP(conn, args.IfName, c.PCP) })
 }

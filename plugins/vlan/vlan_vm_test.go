@@ -24,6 +24,14 @@ import (
 // bridge in a "switch" namespace, carrying VLANs 100 and 200.
 func fabric(t *testing.T) (*cnitest.Host, *cnitest.Host) {
 	t.Helper()
+	h1, h2, _ := fabricWithSwitch(t)
+	return h1, h2
+}
+
+// fabricWithSwitch is fabric, and the switch's namespace: its bridge br0
+// and the hosts' ports p1 and p2.
+func fabricWithSwitch(t *testing.T) (*cnitest.Host, *cnitest.Host, *nstest.NS) {
+	t.Helper()
 	guest.Require(t, guest.VLAN, guest.BridgeVLANFiltering)
 	sw := nstest.New(t)
 	run(t, "ip", "-n", sw.Name, "link", "add", "br0", "type", "bridge", "vlan_filtering", "1")
@@ -37,7 +45,7 @@ func fabric(t *testing.T) (*cnitest.Host, *cnitest.Host) {
 			run(t, "bridge", "-n", sw.Name, "vlan", "add", "dev", port, "vid", vid)
 		}
 	}
-	return h1, h2
+	return h1, h2, sw
 }
 
 func run(t *testing.T, name string, args ...string) {

@@ -62,5 +62,8 @@ func checkShared(c *netconf.VXLAN) error {
 	if err := link.CheckOwner(br, c.Name); err != nil {
 		return err
 	}
-	return link.CheckVXLAN(u.Spec(c, br.Attrs().Index), c.RemoteIPs)
+	if err := link.CheckVXLAN(u.Spec(c, br.Attrs().Index), c.RemoteIPs); err != nil {
+		return err
+	}
+	return vni.CheckTunnelECN(c)
 }

@@ -208,6 +208,8 @@ func TestCheckNoticesVXLANChanges(t *testing.T) {
 		{"flood entry removed", []string{"bridge", "fdb", "del", "00:00:00:00:00:00", "dev", "ncvx100", "dst", "10.50.0.2"}},
 		{"vxlan device down", []string{"ip", "link", "set", "ncvx100", "down"}},
 		{"vxlan device left the bridge", []string{"ip", "link", "set", "ncvx100", "nomaster"}},
+		{"tunnel ECN rules flushed", []string{"nft", "flush", "chain", "inet", "netclass_tunnel_ecn", "output"}},
+		{"tunnel TOS cleared", []string{"ip", "link", "set", "ncvx100", "type", "vxlan", "tos", "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n1, _ := twoNodes(t)

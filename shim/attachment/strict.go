@@ -15,7 +15,7 @@ type keyTree map[string]keyTree
 
 // qosKeys are the keys of the qos block at every level (conf/qos.Spec).
 var qosKeys = keyTree{
-	"ingressRate": nil, "ingressBurst": nil, "egressRate": nil, "egressBurst": nil, "dscp": nil,
+	"ingressRate": nil, "ingressBurst": nil, "egressRate": nil, "egressBurst": nil, "dscp": nil, "queue": nil,
 	"egress": {
 		"priority": nil, "dscp": nil,
 		"classifier": {

@@ -4,13 +4,20 @@
 package cni
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
 )
 
 // Attachment is one interface of one pod sandbox.
@@ -31,17 +38,31 @@ type Result struct {
 	InterfaceName string
 	MAC           string
 	IPs           []string // CIDR form
+	// Warnings are what the plugins warned of on stderr while the ADD
+	// succeeded (conf/netconf.WarningPrefix): something done otherwise
+	// than the configuration says, which the pod's Events must tell.
+	Warnings []string
 }
 
 // Runner runs configuration lists.
 type Runner struct {
-	cni *libcni.CNIConfig
+	cni      *libcni.CNIConfig
+	binDirs  []string
+	cacheDir string
 }
 
 // New returns a runner looking up plugins in binDirs and caching results
 // (which DEL and crash recovery read) in cacheDir.
 func New(binDirs []string, cacheDir string) *Runner {
-	return &Runner{cni: libcni.NewCNIConfigWithCacheDir(binDirs, cacheDir, nil)}
+	return &Runner{cni: libcni.NewCNIConfigWithCacheDir(binDirs, cacheDir, nil), binDirs: binDirs, cacheDir: cacheDir}
+}
+
+// capturing returns a libcni runner, sharing r's plugins and result cache,
+// whose plugins' stderr goes to the daemon's stderr (as with libcni's
+// default) and into buf too.
+func (r *Runner) capturing(buf *bytes.Buffer) *libcni.CNIConfig {
+	exec := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: io.MultiWriter(os.Stderr, buf)}, PluginDecoder: version.PluginDecoder{}}
+	return libcni.NewCNIConfigWithCacheDir(r.binDirs, r.cacheDir, exec)
 }
 
 func parse(confList []byte) (*libcni.NetworkConfigList, error) {
@@ -82,11 +103,14 @@ func (r *Runner) Add(ctx context.Context, confList []byte, a Attachment) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := r.cni.AddNetworkList(ctx, list, a.runtimeConf())
+	var stderr bytes.Buffer
+	res, err := r.capturing(&stderr).AddNetworkList(ctx, list, a.runtimeConf())
 	if err != nil {
 		return Result{}, fmt.Errorf("CNI ADD of %s on %s in sandbox %s: %w", list.Name, a.IfName, short(a.ContainerID), err)
 	}
-	return Summarize(res, a.IfName)
+	out, err := Summarize(res, a.IfName)
+	out.Warnings = netconf.Warnings(stderr.Bytes())
+	return out, err
 }
 
 // Del runs DEL of every plugin (in reverse order); plugins make it idempotent.

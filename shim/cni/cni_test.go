@@ -120,3 +120,28 @@ func TestRunnerWithPlugins(t *testing.T) {
 		}
 	}
 }
+
+// TestAddReturnsThePluginsWarnings: the warning lines a plugin writes to
+// stderr during a successful ADD come back with the result (netclass-dra
+// turns them into pod Events); other stderr lines do not.
+func TestAddReturnsThePluginsWarnings(t *testing.T) {
+	bin := t.TempDir()
+	script := `#!/bin/sh
+cat >/dev/null
+echo "some diagnostic" >&2
+echo "netclass warning: the egress of \"net1\" is shaped by tbf alone" >&2
+echo '{"cniVersion":"1.1.0","interfaces":[{"name":"net1","sandbox":"/run/netns/x"}],"ips":[{"address":"10.0.0.2/24","interface":0}]}'
+`
+	if err := os.WriteFile(filepath.Join(bin, "fakewarn"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	list := []byte(`{"cniVersion":"1.1.0","name":"w","plugins":[{"type":"fakewarn"}]}`)
+	r := New([]string{bin}, t.TempDir())
+	res, err := r.Add(context.Background(), list, Attachment{ContainerID: "c1", NetNS: "/run/netns/x", IfName: "net1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0] != `the egress of "net1" is shaped by tbf alone` {
+		t.Errorf("warnings %q, want the plugin's one warning line", res.Warnings)
+	}
+}

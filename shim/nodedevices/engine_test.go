@@ -3,6 +3,7 @@ package nodedevices_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -169,5 +170,37 @@ func TestEngineNeverTakesAnotherNetworksDevices(t *testing.T) {
 	}
 	if !ns.HasLink(t, "ncbr4300") {
 		t.Fatal("an untagged bridge was removed")
+	}
+}
+
+// TestEngineGivesTheTunnelItsTOS: the VNI device the engine makes copies
+// the DSCP of what enters the tunnel into the outer header (tos inherit);
+// one an older netclass made without it is brought to it in place.
+func TestEngineGivesTheTunnelItsTOS(t *testing.T) {
+	ns := node(t)
+	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	tos := func() int {
+		t.Helper()
+		vx, ok := ns.Link(t, "ncvx4400").(*netlink.Vxlan)
+		if !ok {
+			t.Fatal("ncvx4400 is not a vxlan")
+		}
+		return vx.TOS
+	}
+	if _, err := sync(t, ns, e, vxlanNet("blue", 4400, "10.77.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := tos(); got != link.TOSInherit {
+		t.Fatalf("tos %d, want inherit (%d)", got, link.TOSInherit)
+	}
+	before := ns.Link(t, "ncvx4400").Attrs().Index
+	if out, err := exec.Command("ip", "-n", ns.Name, "link", "set", "ncvx4400", "type", "vxlan", "tos", "0").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := sync(t, ns, e, vxlanNet("blue", 4400, "10.77.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	if got, after := tos(), ns.Link(t, "ncvx4400").Attrs().Index; got != link.TOSInherit || after != before {
+		t.Fatalf("after a sync: tos %d, index %d (was %d); want inherit on the same device", got, after, before)
 	}
 }

@@ -4,16 +4,20 @@ package nodedevices_test
 
 import (
 	"fmt"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
+	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/vm/guest"
 )
 
@@ -58,14 +62,22 @@ func TestEngineSetsUpVLANs(t *testing.T) {
 	case v.MasterIndex != ns.Link(t, br).Attrs().Index:
 		t.Errorf("%s is not a port of %s", dev, br)
 	}
-	// resyncing changes nothing
+	if err := link.CheckPriorityPCP(v); err != nil {
+		t.Error(err)
+	}
+	checkPCP(t, ns, dev, netconf.DefaultPCPTable())
+	// resyncing changes nothing; a pcpMap edited changes the map in place
 	before := v.Attrs().Index
 	if _, err := sync(t, ns, e, vlanNet("blue", 100, "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sync(t, ns, e, vlanNet("blue", 100, `,"pcpMap":{"46":6}`)); err != nil {
 		t.Fatal(err)
 	}
 	if after := ns.Link(t, dev).Attrs().Index; after != before {
 		t.Fatalf("the sub-interface was re-created (index %d → %d)", before, after)
 	}
+	checkPCP(t, ns, dev, netconf.PCPTable{46: 6})
 	// a pod is a port of the bridge: the network goes, the devices stay
 	ns.Do(t, func() error {
 		attrs := netlink.NewLinkAttrs()
@@ -86,4 +98,19 @@ func TestEngineSetsUpVLANs(t *testing.T) {
 	if !ns.HasLink(t, "ul0") {
 		t.Fatal("the master went with its sub-interface")
 	}
+	if out, _ := exec.Command("ip", "netns", "exec", ns.Name, "nft", "list", "tables").CombinedOutput(); strings.Contains(string(out), nft.PCPTable(dev)) {
+		t.Fatalf("the sub-interface's PCP table outlived it:\n%s", out)
+	}
+}
+
+// checkPCP verifies the priority table of the node's VLAN device.
+func checkPCP(t *testing.T, ns *nstest.NS, dev string, want netconf.PCPTable) {
+	t.Helper()
+	ns.Do(t, func() error {
+		c, err := nft.OpenCurrent()
+		if err != nil {
+			return err
+		}
+		return nft.CheckPCP(c, dev, want)
+	})
 }

@@ -30,6 +30,8 @@ type fakeCNI struct {
 	cached  map[string]cni.Result
 	gc      map[string][]string
 	failDel int // the next failDel DELs fail
+	// warn are the plugins' warnings an ADD of the interface returns.
+	warn map[string][]string
 }
 
 func (f *fakeCNI) record(s string) {
@@ -78,7 +80,7 @@ func (f *fakeCNI) Add(ctx context.Context, conf []byte, a cni.Attachment) (cni.R
 	if err := f.failAdd[a.IfName]; err != nil {
 		return cni.Result{}, err
 	}
-	return cni.Result{InterfaceName: a.IfName, MAC: "02:00:00:00:00:01", IPs: []string{"10.0.0." + a.IfName[3:] + "/24"}}, nil
+	return cni.Result{InterfaceName: a.IfName, MAC: "02:00:00:00:00:01", IPs: []string{"10.0.0." + a.IfName[3:] + "/24"}, Warnings: f.warn[a.IfName]}, nil
 }
 
 func (f *fakeCNI) Del(_ context.Context, conf []byte, a cni.Attachment) error {
@@ -269,6 +271,24 @@ func TestRunAndStop(t *testing.T) {
 		if len(c.Devices[0].Attachments) != 0 {
 			t.Fatalf("%s keeps attachments after stop: %+v", uid, c.Devices[0].Attachments)
 		}
+	}
+}
+
+// TestPluginWarningsBecomePodEvents: what a plugin warned of while
+// attaching (the default queue missing from the kernel) is a Warning Event
+// on the pod, naming the interface and the network.
+func TestPluginWarningsBecomePodEvents(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c1", "a", 0, "p", dev("blue", ""), dev("red", "")))
+	h.cni.warn = map[string][]string{"net2": {"the egress of \"net2\" is shaped by tbf alone"}}
+	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p")); err != nil {
+		t.Fatal(err)
+	}
+	h.timing(t)
+	h.plugin.Wait()
+	want := []string{EventAttachWarning + `: interface net2 (PodNetwork red): the egress of "net2" is shaped by tbf alone`}
+	if !slices.Equal(h.reporter.events, want) {
+		t.Fatalf("events %q, want %q", h.reporter.events, want)
 	}
 }
 

@@ -21,6 +21,8 @@ type Step struct {
 	DeviceIdx int
 	Pod       checkpoint.Pod
 	IfName    string
+	// Warnings are what the plugins warned of while attaching (cni.Result).
+	Warnings []string
 }
 
 // Device returns the step's device record.

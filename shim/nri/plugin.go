@@ -262,30 +262,33 @@ func (p *Plugin) attach(ctx context.Context, pod *api.PodSandbox, claims []*chec
 		return steps, -1, fmt.Errorf("pod %s/%s has no network namespace of its own (hostNetwork?): it cannot take network claims", pod.GetNamespace(), pod.GetName())
 	}
 	for i, s := range steps {
-		if err := p.addStep(ctx, pod.GetId(), netns, s); err != nil {
+		warnings, err := p.addStep(ctx, pod.GetId(), netns, s)
+		if err != nil {
 			return steps, i, &StepError{Step: s, Err: err}
 		}
+		steps[i].Warnings = warnings
 	}
 	return steps, len(steps), nil
 }
 
-func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) error {
+// addStep attaches one interface; it returns the plugins' warnings.
+func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) ([]string, error) {
 	dev := s.Device()
 	if a, ok := dev.Attachment(sandbox); ok && a.State == checkpoint.Attached && a.IfName == s.IfName {
-		return nil // already done for this sandbox
+		return nil, nil // already done for this sandbox
 	}
 	p.epochs.attaching(sandbox)
 	now := time.Now().UTC().Truncate(time.Second)
 	att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName, State: checkpoint.Adding, AttachedAt: &now}
 	if err := p.setAttachment(s, att); err != nil {
-		return err
+		return nil, err
 	}
 	res, err := p.CNI.Add(ctx, dev.ConfList, cniAttachment(s.Pod, *dev, att))
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("it did not finish within NRI's budget (raise containerd's NRI plugin_request_timeout): %w", err)
+			return nil, fmt.Errorf("it did not finish within NRI's budget (raise containerd's NRI plugin_request_timeout): %w", err)
 		}
-		return err
+		return nil, err
 	}
 	att.State = checkpoint.Attached
 	att.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
@@ -294,10 +297,10 @@ func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) err
 	}
 	if p.Secure != nil {
 		if err := p.Secure(ctx, s.Claim, dev, s.Pod, att); err != nil {
-			return fmt.Errorf("secure interface %s: %w", s.IfName, err)
+			return nil, fmt.Errorf("secure interface %s: %w", s.IfName, err)
 		}
 	}
-	return p.setAttachment(s, att)
+	return res.Warnings, p.setAttachment(s, att)
 }
 
 func (p *Plugin) setAttachment(s Step, att checkpoint.Attachment) error {
@@ -365,6 +368,8 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 			p.Reporter.PodEvent(*failedPod, corev1.EventTypeWarning, "NetworkAttachFailed", se.Error())
 		} else if err != nil && len(pods) > 0 {
 			p.Reporter.PodEvent(pods[0], corev1.EventTypeWarning, "NetworkAttachFailed", err.Error())
+		} else if err == nil {
+			p.warn(steps)
 		}
 		statusStart := time.Now()
 		for uid := range claims {

@@ -137,25 +137,32 @@ type Call struct {
 // CNI error JSON as *types.Error; a plugin that fails without one returns an
 // error with its output.
 func (h *Host) Exec(c Call) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
-	err := h.NS.Run(func() error {
+	stdout, _, err := h.Run(c)
+	return stdout, err
+}
+
+// Run is Exec that also returns what the plugin wrote to stderr (its
+// diagnostics and warnings).
+func (h *Host) Run(c Call) (stdout, stderr []byte, err error) {
+	var out, errOut bytes.Buffer
+	err = h.NS.Run(func() error {
 		cmd := exec.Command(filepath.Join(h.Dir, c.Plugin))
 		cmd.Env = []string{
 			"CNI_COMMAND=" + c.Command, "CNI_CONTAINERID=" + c.ContainerID, "CNI_NETNS=" + c.NetNS,
 			"CNI_IFNAME=" + c.IfName, "CNI_ARGS=" + c.Args, "CNI_PATH=" + h.Dir, "PATH=" + os.Getenv("PATH"),
 		}
 		cmd.Stdin = bytes.NewReader(c.Conf)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Stdout, cmd.Stderr = &out, &errOut
 		return cmd.Run()
 	})
 	if err == nil {
-		return stdout.Bytes(), nil
+		return out.Bytes(), errOut.Bytes(), nil
 	}
 	var e types.Error
-	if json.Unmarshal(stdout.Bytes(), &e) == nil && e.Code != 0 {
-		return stdout.Bytes(), &e
+	if json.Unmarshal(out.Bytes(), &e) == nil && e.Code != 0 {
+		return out.Bytes(), errOut.Bytes(), &e
 	}
-	return stdout.Bytes(), fmt.Errorf("%s %s: %w\nstdout: %s\nstderr: %s", c.Plugin, c.Command, err, stdout.String(), stderr.String())
+	return out.Bytes(), errOut.Bytes(), fmt.Errorf("%s %s: %w\nstdout: %s\nstderr: %s", c.Plugin, c.Command, err, out.String(), errOut.String())
 }
 
 // CNI returns a libcni runner whose results cache lives in the test's temp dir.

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"net/netip"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -86,4 +87,17 @@ func WithField(t testing.TB, conf []byte, key string, v any) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Addr returns the result's first address of the family (IPv6 or IPv4);
+// the test fails without one.
+func Addr(t testing.TB, r *current.Result, v6 bool) netip.Addr {
+	t.Helper()
+	for _, ipc := range r.IPs {
+		if a, ok := netip.AddrFromSlice(ipc.Address.IP); ok && a.Unmap().Is6() == v6 {
+			return a.Unmap()
+		}
+	}
+	t.Fatalf("no IPv6=%v address in %v", v6, r.IPs)
+	return netip.Addr{}
 }

@@ -75,6 +75,16 @@ type VLANOptions struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	MTU *int32 `json:"mtu,omitempty"`
+
+	// pcpMap maps the DSCP of a pod's IP packet (keys "0" to "63") to the
+	// 802.1p priority (PCP, 0 to 7) its frame carries on the trunk. It
+	// replaces the default map, PCP = DSCP >> 3 (the class selector), whole:
+	// a DSCP value it leaves out gets PCP 0.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^(0|[1-9][0-9]?)$') && int(k) <= 63)",message="keys must be DSCP values, decimal numbers from 0 to 63"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0 && self[k] <= 7)",message="values must be PCPs, from 0 to 7"
+	// +optional
+	PCPMap map[string]int32 `json:"pcpMap,omitempty"`
 }
 
 // VXLANOptions are the node-side options of the netclass-vxlan plugin; the
@@ -160,4 +170,17 @@ type InterfaceQoS struct {
 	// +kubebuilder:validation:Maximum=63
 	// +optional
 	DSCP *int32 `json:"dscp,omitempty"`
+
+	// queue is the queue under the shapers: fq_codel (a fair, low-latency
+	// queue under the token bucket; the default), cake (its own shaper,
+	// fair and low-latency), or tbf (the token bucket alone). On a node
+	// whose kernel lacks the named queue the attachment fails; the default
+	// falls back to tbf alone with a Warning Event on the pod.
+	// +optional
+	Queue QoSQueue `json:"queue,omitempty"`
 }
+
+// QoSQueue is the queue under an attachment's shapers.
+//
+// +kubebuilder:validation:Enum=fq_codel;cake;tbf
+type QoSQueue string

@@ -21,6 +21,15 @@ func edit(base, old, new string) string {
 	return strings.Replace(base, old, new, 1)
 }
 
+// pcpEntries is a pcpMap of n entries, keys 0 on (past 63 they are no DSCP).
+func pcpEntries(n int) string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf(`"%d": %d`, i, i>>3))
+	}
+	return strings.Join(out, ", ")
+}
+
 // --- ClusterNetwork ---------------------------------------------------------------------------
 
 const vlanClusterNetwork = `
@@ -72,6 +81,14 @@ var clusterNetworkCases = []crdschema.Case{
 	{Name: "rate without burst", Obj: edit(vlanClusterNetwork, "egressRate: 1000000, egressBurst: 10000", "egressRate: 1000000"), WantErr: "spec.qos: Invalid value: *egressRate and egressBurst must be set together"},
 	{Name: "ingress burst without rate", Obj: edit(vlanClusterNetwork, "dscp: 10", "dscp: 10, ingressBurst: 5"), WantErr: "spec.qos: Invalid value: *ingressRate and ingressBurst must be set together"},
 	{Name: "dscp 64", Obj: edit(vlanClusterNetwork, "dscp: 10", "dscp: 64"), WantErr: "spec.qos.dscp: Invalid value: 64"},
+	{Name: "queue", Obj: edit(vlanClusterNetwork, "dscp: 10", "dscp: 10, queue: cake"), Check: crdschema.WantField("spec.qos.queue", "cake")},
+	{Name: "unknown queue", Obj: edit(vlanClusterNetwork, "dscp: 10", "dscp: 10, queue: pfifo"), WantErr: `spec.qos.queue: Unsupported value: "pfifo"`},
+	{Name: "pcpMap", Obj: edit(vlanClusterNetwork, "mtu: 1500}", `mtu: 1500, pcpMap: {"46": 6, "0": 0, "63": 7}}`), Check: crdschema.WantField("spec.defaultOptions.vlan.pcpMap", map[string]any{"46": 6, "0": 0, "63": 7})},
+	{Name: "pcpMap key not a DSCP", Obj: edit(vlanClusterNetwork, "mtu: 1500}", `mtu: 1500, pcpMap: {"64": 1}}`), WantErr: "keys must be DSCP values"},
+	{Name: "pcpMap key with a leading zero", Obj: edit(vlanClusterNetwork, "mtu: 1500}", `mtu: 1500, pcpMap: {"046": 1}}`), WantErr: "keys must be DSCP values"},
+	{Name: "pcpMap value not a PCP", Obj: edit(vlanClusterNetwork, "mtu: 1500}", `mtu: 1500, pcpMap: {"46": 8}}`), WantErr: "values must be PCPs, from 0 to 7"},
+	{Name: "pcpMap of 65 entries", Obj: edit(vlanClusterNetwork, "mtu: 1500}", "mtu: 1500, pcpMap: {"+pcpEntries(65)+"}}"), WantErr: "must have at most 64 items"},
+	{Name: "pcpMap of 64 entries", Obj: edit(vlanClusterNetwork, "mtu: 1500}", "mtu: 1500, pcpMap: {"+pcpEntries(64)+"}}")},
 	{Name: "name of 64 characters", Obj: edit(vlanClusterNetwork, "name: apitest-vlan", "name: apitest-"+strings.Repeat("a", 56)), WantErr: "ClusterNetwork names are at most 63 characters"},
 	{Name: "name of 63 characters", Obj: edit(vlanClusterNetwork, "name: apitest-vlan", "name: apitest-"+strings.Repeat("a", 55))},
 	{Name: "type immutable", Old: vxlanClusterNetwork, Obj: edit(vxlanClusterNetwork, "type: netclass-vxlan\n  defaultOptions:\n    vxlan: {master: eth0, remotes: [192.0.2.1, \"2001:db8::1\"], learning: false}", "type: netclass-vlan"), WantErr: "spec.type: Invalid value: *type is immutable"},

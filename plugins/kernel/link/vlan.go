@@ -3,10 +3,12 @@ package link
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 )
 
 // VLANSpec is an 802.1Q sub-interface of a parent link in the calling
@@ -19,15 +21,29 @@ type VLANSpec struct {
 	TargetNSFd  int // -1: create it in the calling thread's namespace
 }
 
-// CreateVLAN creates the sub-interface (down) and returns the error as is,
-// so callers can tell a taken name (EEXIST) from other failures.
+// PriorityPCP is the egress-qos-map of netclass's VLAN devices: a frame's
+// 802.1p PCP is its packet's skb->priority, 0 to 7 (`egress-qos-map 1:1
+// ... 7:7`; priority 0 and any other value give PCP 0). The priority is set
+// from the packet's DSCP by plugins/kernel/nft (PCPTable).
+func PriorityPCP() map[uint32]uint32 {
+	m := make(map[uint32]uint32, 7)
+	for p := uint32(1); p <= 7; p++ {
+		m[p] = p
+	}
+	return m
+}
+
+// CreateVLAN creates the sub-interface (down), with PriorityPCP as its
+// egress-qos-map, and returns the error as is, so callers can tell a taken
+// name (EEXIST) from other failures.
 func CreateVLAN(s VLANSpec) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.ParentIndex, attrs.MTU = s.Name, s.ParentIndex, s.MTU
 	if s.TargetNSFd >= 0 {
 		attrs.Namespace = netlink.NsFd(s.TargetNSFd)
 	}
-	if err := netlink.LinkAdd(&netlink.Vlan{LinkAttrs: attrs, VlanId: s.VLANID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}); err != nil {
+	v := &netlink.Vlan{LinkAttrs: attrs, VlanId: s.VLANID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q, EgressQosMap: PriorityPCP()}
+	if err := netlink.LinkAdd(v); err != nil {
 		return fmt.Errorf("create vlan %q (id %d): %w", s.Name, s.VLANID, err)
 	}
 	return nil
@@ -56,7 +72,7 @@ func EnsureUplinkVLAN(s UplinkVLANSpec) (*netlink.Vlan, error) {
 	if IsNotFound(err) {
 		attrs := netlink.NewLinkAttrs()
 		attrs.Name, attrs.ParentIndex, attrs.MTU, attrs.MasterIndex, attrs.Flags = s.Name, s.ParentIndex, s.MTU, s.BridgeIndex, net.FlagUp
-		err = netlink.LinkAdd(&netlink.Vlan{LinkAttrs: attrs, VlanId: s.VLANID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q})
+		err = netlink.LinkAdd(&netlink.Vlan{LinkAttrs: attrs, VlanId: s.VLANID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q, EgressQosMap: PriorityPCP()})
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
 			return nil, fmt.Errorf("create vlan %q (id %d): %w", s.Name, s.VLANID, err)
 		}
@@ -83,7 +99,31 @@ func EnsureUplinkVLAN(s UplinkVLANSpec) (*netlink.Vlan, error) {
 	if diff := vlanDiff(v, s); diff != "" {
 		return nil, fmt.Errorf("vlan %q exists with other settings: %s", s.Name, diff)
 	}
+	if CheckPriorityPCP(v) != nil { // made by a netclass before PCPs: set in place
+		if err := setEgressQoS(v, PriorityPCP()); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
+}
+
+// CheckPriorityPCP verifies the VLAN device's egress-qos-map is PriorityPCP.
+func CheckPriorityPCP(v *netlink.Vlan) error {
+	want := PriorityPCP()
+	if !maps.Equal(v.EgressQosMap, want) {
+		return fmt.Errorf("vlan %q has egress-qos-map %v, want %v", v.Attrs().Name, v.EgressQosMap, want)
+	}
+	return nil
+}
+
+// setEgressQoS adds the mappings to a live VLAN device's egress-qos-map.
+func setEgressQoS(v *netlink.Vlan, m map[uint32]uint32) error {
+	return changeLinkData(v, func(data *nl.RtAttr) {
+		egress := data.AddRtAttr(nl.IFLA_VLAN_EGRESS_QOS, nil)
+		for from, to := range m {
+			egress.AddRtAttr(nl.IFLA_VLAN_QOS_MAPPING, append(nl.Uint32Attr(from), nl.Uint32Attr(to)...))
+		}
+	})
 }
 
 // CheckUplinkVLAN verifies the sub-interface exists with the spec's
@@ -98,6 +138,9 @@ func CheckUplinkVLAN(s UplinkVLANSpec) error {
 	}
 	if diff := vlanDiff(v, s); diff != "" {
 		return fmt.Errorf("vlan %q has other settings: %s", s.Name, diff)
+	}
+	if err := CheckPriorityPCP(v); err != nil {
+		return err
 	}
 	if v.Flags&net.FlagUp == 0 {
 		return fmt.Errorf("vlan %q is down", s.Name)

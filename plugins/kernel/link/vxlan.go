@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 
 	"github.com/netclass-dev/netclass/plugins/kernel/nldump"
 )
@@ -22,6 +23,9 @@ type VXLANSpec struct {
 	Group       netip.Addr // invalid: unicast
 	MasterIndex int        // underlay device; 0: routed by local
 	Learning    bool
+	// TOS of the outer IP header (IPv4 TOS, IPv6 traffic class):
+	// TOSInherit copies the encapsulated packet's.
+	TOS         int
 	MTU         int
 	BridgeIndex int // bridge the device is a port of
 	// Owner is the network the device serves (see BridgeSpec.Owner).
@@ -30,16 +34,25 @@ type VXLANSpec struct {
 	NodeManaged bool
 }
 
+// TOSInherit is the IFLA_VXLAN_TOS that copies the DSCP of the packet
+// entering the tunnel into the outer header (`ip link ... tos inherit`). The
+// kernel writes the outer ECN field from the inner one whatever the TOS
+// setting (ip_tunnel_ecn_encap) and combines them back on decapsulation as
+// RFC 6040 says (INET_ECN_decapsulate).
+const TOSInherit = 1
+
 // EnsureVXLAN returns the VXLAN device, creating it (enslaved to the bridge
 // and up) when absent. An existing device with other tunnel settings is an
-// error rather than a silent reuse.
+// error rather than a silent reuse, except its TOS: a device an older
+// netclass made without one is brought to the spec's in place, without
+// taking it down (the kernel changes IFLA_VXLAN_TOS on a live device).
 func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 	vx, err := findVXLAN(s.Name)
 	if IsNotFound(err) {
 		attrs := netlink.NewLinkAttrs()
 		attrs.Name, attrs.MTU, attrs.MasterIndex, attrs.Flags = s.Name, s.MTU, s.BridgeIndex, net.FlagUp
 		err = netlink.LinkAdd(&netlink.Vxlan{
-			LinkAttrs: attrs, VxlanId: s.VNI, Port: s.Port, Learning: s.Learning,
+			LinkAttrs: attrs, VxlanId: s.VNI, Port: s.Port, Learning: s.Learning, TOS: s.TOS,
 			SrcAddr: addrIP(s.Local), Group: addrIP(s.Group), VtepDevIndex: s.MasterIndex,
 		})
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
@@ -64,7 +77,21 @@ func EnsureVXLAN(s VXLANSpec) (*netlink.Vxlan, error) {
 	if diff := vxlanDiff(vx, s); diff != "" {
 		return nil, fmt.Errorf("vxlan %q exists with other settings: %s", s.Name, diff)
 	}
+	if vx.TOS != s.TOS {
+		if err := setVXLANTOS(vx, s.TOS); err != nil {
+			return nil, err
+		}
+		vx.TOS = s.TOS
+	}
 	return vx, nil
+}
+
+// setVXLANTOS changes the outer TOS of a live VXLAN device; traffic keeps
+// flowing (changelink swaps the setting the transmit path reads per packet).
+func setVXLANTOS(vx *netlink.Vxlan, tos int) error {
+	return changeLinkData(vx, func(data *nl.RtAttr) {
+		data.AddRtAttr(nl.IFLA_VXLAN_TOS, nl.Uint8Attr(uint8(tos)))
+	})
 }
 
 // CheckVXLAN verifies the device exists with the spec's tunnel settings
@@ -79,6 +106,9 @@ func CheckVXLAN(s VXLANSpec, remotes []netip.Addr) error {
 	}
 	if diff := vxlanDiff(vx, s); diff != "" {
 		return fmt.Errorf("vxlan %q has other settings: %s", s.Name, diff)
+	}
+	if vx.TOS != s.TOS {
+		return fmt.Errorf("vxlan %q has tos %s, want %s", s.Name, tosString(vx.TOS), tosString(s.TOS))
 	}
 	if vx.OperState == netlink.OperDown {
 		return fmt.Errorf("vxlan %q is down", s.Name)
@@ -126,6 +156,14 @@ func vxlanDiff(vx *netlink.Vxlan, s VXLANSpec) string {
 		return fmt.Sprintf("bridge index %d, want %d", vx.MasterIndex, s.BridgeIndex)
 	}
 	return ""
+}
+
+// tosString shows a TOS setting as ip-link does.
+func tosString(tos int) string {
+	if tos == TOSInherit {
+		return "inherit"
+	}
+	return fmt.Sprintf("%#02x", tos)
 }
 
 func addrIP(a netip.Addr) net.IP {

@@ -32,15 +32,15 @@ func CheckRootTBF(l netlink.Link, s TBF) error {
 	return fmt.Errorf("link %q has no root tbf qdisc", l.Attrs().Name)
 }
 
-// CheckNoRootTBF verifies nothing of ours shapes the link's egress.
+// CheckNoRootTBF verifies nothing of ours (tbf, or cake) shapes the link's egress.
 func CheckNoRootTBF(l netlink.Link) error {
 	qs, err := qdiscs(l)
 	if err != nil {
 		return err
 	}
 	for _, q := range qs {
-		if _, ok := q.(*netlink.Tbf); ok && q.Attrs().Parent == netlink.HANDLE_ROOT {
-			return fmt.Errorf("link %q has a root tbf qdisc it should not have", l.Attrs().Name)
+		if t := q.Type(); (t == QueueTBF || t == QueueCake) && q.Attrs().Parent == netlink.HANDLE_ROOT {
+			return fmt.Errorf("link %q has a root %s qdisc it should not have", l.Attrs().Name, t)
 		}
 	}
 	return nil
@@ -67,4 +67,55 @@ func IngressRedirectTarget(l netlink.Link) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// CheckShaper verifies the link's root qdisc is what SetShaper(s, queue)
+// makes: the tbf and, with fq_codel, the fq_codel under it (ECN on) and
+// nothing else; with cake, cake at s's rate in besteffort mode.
+func CheckShaper(l netlink.Link, s TBF, queue string) error {
+	if queue == QueueCake {
+		return checkRootCake(l, s)
+	}
+	if err := CheckRootTBF(l, s); err != nil {
+		return err
+	}
+	qs, err := qdiscs(l)
+	if err != nil {
+		return err
+	}
+	var child netlink.Qdisc
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.MakeHandle(1, 1) {
+			child = q
+		}
+	}
+	switch {
+	case queue == QueueTBF && child != nil:
+		return fmt.Errorf("tbf of %q has a %s under it, want tbf alone", l.Attrs().Name, child.Type())
+	case queue == QueueFQCodel && child == nil:
+		return fmt.Errorf("tbf of %q has no fq_codel under it", l.Attrs().Name)
+	case queue == QueueFQCodel:
+		fq, ok := child.(*netlink.FqCodel)
+		if !ok {
+			return fmt.Errorf("tbf of %q has a %s under it, want fq_codel", l.Attrs().Name, child.Type())
+		}
+		if fq.ECN != 1 {
+			return fmt.Errorf("fq_codel of %q does not mark ECN", l.Attrs().Name)
+		}
+	}
+	return nil
+}
+
+func checkRootCake(l netlink.Link, s TBF) error {
+	got, ok, err := rootCake(l.Attrs().Index)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("link %q has no root cake qdisc", l.Attrs().Name)
+	case got.RateBytes != s.RateBytes || got.Diffserv != cakeBestEffort:
+		return fmt.Errorf("cake of %q is bandwidth %d B/s diffserv mode %d, want %d B/s besteffort (%d)",
+			l.Attrs().Name, got.RateBytes, got.Diffserv, s.RateBytes, cakeBestEffort)
+	}
+	return nil
 }

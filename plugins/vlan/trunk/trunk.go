@@ -61,8 +61,9 @@ func Devices(c *netconf.VLAN) segment.Devices {
 }
 
 // Ensure creates (or finds, verifying their settings) the VLAN's bridge and
-// sub-interface. managed tags what it creates (and adopts what exists) as
-// the node daemon's. The caller holds the lock.
+// sub-interface, whose frames carry the PCP c's map gives their DSCP.
+// managed tags what it creates (and adopts what exists) as the node
+// daemon's. The caller holds the lock.
 func Ensure(c *netconf.VLAN, u Uplink, managed bool) (*netlink.Bridge, error) {
 	br, err := link.EnsureBridge(link.BridgeSpec{Name: c.BridgeName(), MTU: u.MTU, Owner: c.Name, NodeManaged: managed})
 	if err != nil {
@@ -73,11 +74,14 @@ func Ensure(c *netconf.VLAN, u Uplink, managed bool) (*netlink.Bridge, error) {
 	if _, err := link.EnsureUplinkVLAN(spec); err != nil {
 		return nil, errors.Join(err, Devices(c).RemoveIfUnused())
 	}
+	if err := applyPCP(c); err != nil {
+		return nil, errors.Join(err, Devices(c).RemoveIfUnused())
+	}
 	return br, nil
 }
 
 // Check verifies the VLAN's shared devices: the bridge and the
-// sub-interface, the network's, with its settings.
+// sub-interface, the network's, with its settings and its PCP map.
 func Check(c *netconf.VLAN) error {
 	u, err := Resolve(c)
 	if err != nil {
@@ -90,5 +94,8 @@ func Check(c *netconf.VLAN) error {
 	if err := link.CheckOwner(br, c.Name); err != nil {
 		return err
 	}
-	return link.CheckUplinkVLAN(u.Spec(c, br.Attrs().Index))
+	if err := link.CheckUplinkVLAN(u.Spec(c, br.Attrs().Index)); err != nil {
+		return err
+	}
+	return checkPCP(c)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/segment"
 )
 
@@ -96,6 +97,9 @@ func (u Underlay) Spec(c *netconf.VXLAN, bridgeIndex int) link.VXLANSpec {
 	return link.VXLANSpec{
 		Name: c.DeviceName(), VNI: c.VNI, Port: c.Port, Local: u.Local, Group: c.GroupIP,
 		MasterIndex: u.MasterIndex, Learning: *c.Learning, MTU: u.MTU, BridgeIndex: bridgeIndex, Owner: c.Name,
+		// What the fabric sees: the outer header carries the DSCP the
+		// packet has entering the tunnel (marked on the pod's port).
+		TOS: link.TOSInherit,
 	}
 }
 
@@ -114,10 +118,32 @@ func Ensure(c *netconf.VXLAN, u Underlay, managed bool) (*netlink.Bridge, error)
 	if err != nil {
 		return nil, errors.Join(err, RemoveIfUnused(c))
 	}
+	if err := ensureTunnelECN(c); err != nil {
+		return nil, errors.Join(err, RemoveIfUnused(c))
+	}
 	if err := link.AddFloodEntries(vx, c.RemoteIPs); err != nil {
 		return nil, errors.Join(err, RemoveIfUnused(c))
 	}
 	return br, nil
+}
+
+// ensureTunnelECN makes an inner CE reach the outer header of the
+// datagrams sent to c's port (plugins/kernel/nft.TunnelECNTable).
+func ensureTunnelECN(c *netconf.VXLAN) error {
+	conn, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return nft.EnsureTunnelECN(conn, uint16(c.Port))
+}
+
+// CheckTunnelECN verifies what ensureTunnelECN makes.
+func CheckTunnelECN(c *netconf.VXLAN) error {
+	conn, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return nft.CheckTunnelECN(conn, uint16(c.Port))
 }
 
 // SyncFlood makes the VXLAN device's flood entries exactly c's remotes:

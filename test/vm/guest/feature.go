@@ -26,6 +26,8 @@ const (
 	Dummy                                  // dummy links
 	IPVlan                                 // ipvlan links
 	NetdevsimSRIOV                         // netdevsim devices with SR-IOV VFs (see Netdevsim)
+	FQCodel                                // the fq_codel qdisc
+	Cake                                   // the cake qdisc
 )
 
 func (f Feature) String() string {
@@ -48,6 +50,10 @@ func (f Feature) String() string {
 		return "IPVlan (ipvlan links)"
 	case NetdevsimSRIOV:
 		return "NetdevsimSRIOV (netdevsim SR-IOV devices)"
+	case FQCodel:
+		return "FQCodel (the fq_codel qdisc)"
+	case Cake:
+		return "Cake (the cake qdisc)"
 	}
 	return fmt.Sprintf("Feature(%d)", int(f))
 }
@@ -126,6 +132,10 @@ func (f Feature) probeHere() error {
 		skbedit, prio := netlink.NewSkbEditAction(), uint32(1)
 		skbedit.Priority = &prio
 		return ingressFilter(port, matchAll(skbedit))
+	case FQCodel:
+		return rootQdisc(&netlink.FqCodel{QdiscAttrs: rootOf(port)})
+	case Cake:
+		return rootQdisc(&netlink.GenericQdisc{QdiscAttrs: rootOf(port), QdiscType: "cake"})
 	}
 	return fmt.Errorf("no probe for feature %d", int(f))
 }
@@ -175,6 +185,17 @@ func probeBridgeVLANFiltering() error {
 	}
 	if b, ok := got.(*netlink.Bridge); !ok || b.VlanFiltering == nil || !*b.VlanFiltering {
 		return fmt.Errorf("bridge %s does not report vlan_filtering on", br.Name)
+	}
+	return nil
+}
+
+func rootOf(l netlink.Link) netlink.QdiscAttrs {
+	return netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)}
+}
+
+func rootQdisc(q netlink.Qdisc) error {
+	if err := netlink.QdiscAdd(q); err != nil {
+		return fmt.Errorf("add %s qdisc: %w", q.Type(), err)
 	}
 	return nil
 }

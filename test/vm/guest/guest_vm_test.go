@@ -29,7 +29,7 @@ func TestInVM(t *testing.T) {
 
 func TestRequireFindsEveryFeatureInTheVM(t *testing.T) {
 	guest.Require(t, guest.VLAN, guest.BridgeVLANFiltering, guest.TCFlower, guest.TCPolice,
-		guest.TCPedit, guest.TCSkbedit, guest.Dummy, guest.IPVlan, guest.NetdevsimSRIOV)
+		guest.TCPedit, guest.TCSkbedit, guest.Dummy, guest.IPVlan, guest.NetdevsimSRIOV, guest.FQCodel, guest.Cake)
 }
 
 func TestVLANOnVethCarriesPing(t *testing.T) {

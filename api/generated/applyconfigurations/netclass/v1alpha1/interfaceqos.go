@@ -5,6 +5,10 @@
 
 package v1alpha1
 
+import (
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+)
+
 // InterfaceQoSApplyConfiguration represents a declarative configuration of the InterfaceQoS type for use
 // with apply.
 //
@@ -23,6 +27,12 @@ type InterfaceQoSApplyConfiguration struct {
 	// dscp marks every egress IP packet of the attachment (IPv4 TOS, IPv6
 	// traffic class).
 	DSCP *int32 `json:"dscp,omitempty"`
+	// queue is the queue under the shapers: fq_codel (a fair, low-latency
+	// queue under the token bucket; the default), cake (its own shaper,
+	// fair and low-latency), or tbf (the token bucket alone). On a node
+	// whose kernel lacks the named queue the attachment fails; the default
+	// falls back to tbf alone with a Warning Event on the pod.
+	Queue *netclassv1alpha1.QoSQueue `json:"queue,omitempty"`
 }
 
 // InterfaceQoSApplyConfiguration constructs a declarative configuration of the InterfaceQoS type for use with
@@ -68,5 +78,13 @@ func (b *InterfaceQoSApplyConfiguration) WithEgressBurst(value int64) *Interface
 // If called multiple times, the DSCP field is set to the value of the last call.
 func (b *InterfaceQoSApplyConfiguration) WithDSCP(value int32) *InterfaceQoSApplyConfiguration {
 	b.DSCP = &value
+	return b
+}
+
+// WithQueue sets the Queue field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Queue field is set to the value of the last call.
+func (b *InterfaceQoSApplyConfiguration) WithQueue(value netclassv1alpha1.QoSQueue) *InterfaceQoSApplyConfiguration {
+	b.Queue = &value
 	return b
 }

@@ -21,6 +21,11 @@ type VLANOptionsApplyConfiguration struct {
 	// mtu of the VLAN interfaces; at most the master's MTU. When unset the
 	// master's MTU is used.
 	MTU *int32 `json:"mtu,omitempty"`
+	// pcpMap maps the DSCP of a pod's IP packet (keys "0" to "63") to the
+	// 802.1p priority (PCP, 0 to 7) its frame carries on the trunk. It
+	// replaces the default map, PCP = DSCP >> 3 (the class selector), whole:
+	// a DSCP value it leaves out gets PCP 0.
+	PCPMap map[string]int32 `json:"pcpMap,omitempty"`
 }
 
 // VLANOptionsApplyConfiguration constructs a declarative configuration of the VLANOptions type for use with
@@ -42,5 +47,19 @@ func (b *VLANOptionsApplyConfiguration) WithMaster(value netclassv1alpha1.Interf
 // If called multiple times, the MTU field is set to the value of the last call.
 func (b *VLANOptionsApplyConfiguration) WithMTU(value int32) *VLANOptionsApplyConfiguration {
 	b.MTU = &value
+	return b
+}
+
+// WithPCPMap puts the entries into the PCPMap field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the PCPMap field,
+// overwriting an existing map entries in PCPMap field with the same key.
+func (b *VLANOptionsApplyConfiguration) WithPCPMap(entries map[string]int32) *VLANOptionsApplyConfiguration {
+	if b.PCPMap == nil && len(entries) > 0 {
+		b.PCPMap = make(map[string]int32, len(entries))
+	}
+	for k, v := range entries {
+		b.PCPMap[k] = v
+	}
 	return b
 }
