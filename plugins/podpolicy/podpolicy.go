@@ -32,6 +32,10 @@ type Interface struct {
 	MAC  net.HardwareAddr
 	IPs  []netip.Addr
 	Plan *netpol.Plan
+	// Prev, when set, is the plan the interface holds (its last sync's):
+	// what it holds is then not read back (nor is its pod searched for an
+	// older netclass's table, which its first sync removed).
+	Prev *netpol.Plan
 }
 
 // NewInterface describes an interface as a CNI result records it: its MAC

@@ -46,7 +46,7 @@ func locate(f Interface) (place, error) {
 			return err
 		})
 	}
-	if err == nil {
+	if err == nil && f.Prev == nil {
 		err = nft.InNamespace(f.PodNS, func(c *nftables.Conn) (err error) {
 			p.podTable, err = nft.HasPolicy(c, f.IfName)
 			return err
@@ -71,13 +71,19 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 	}
 	ports := map[string]nft.HostPort{}
 	at := map[string]int{}
+	bridges := map[int]error{} // each bridge's netfilter, set once
 	for _, i := range idx {
 		w := where[i]
-		if err := link.BridgeNetfilter(w.bridge); err != nil {
+		err, done := bridges[w.bridge.Attrs().Index]
+		if !done {
+			err = link.BridgeNetfilter(w.bridge)
+			bridges[w.bridge.Attrs().Index] = err
+		}
+		if err != nil {
 			out[i].Err = fmt.Errorf("policy of %q on %q: %w", ifs[i].IfName, w.hostIf, err)
 			continue
 		}
-		ports[w.hostIf], at[w.hostIf] = nft.HostPort{Bridge: w.bridge.Attrs().Name, MAC: w.mac, Addrs: ifs[i].IPs, Plan: ifs[i].Plan}, i
+		ports[w.hostIf], at[w.hostIf] = nft.HostPort{Bridge: w.bridge.Attrs().Name, MAC: w.mac, Addrs: ifs[i].IPs, Plan: ifs[i].Plan, Prev: ifs[i].Prev}, i
 	}
 	guarded, gerr := nft.GuardedPorts(c)
 	var open []string

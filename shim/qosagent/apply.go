@@ -75,7 +75,9 @@ func (a *Agent) syncKernel(live []pending) (qosRes, polRes []Result) {
 			items, at = append(items, Item{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.qos}), append(at, i)
 		}
 		if p.policy != nil {
-			polItems, polAt = append(polItems, policyItem(p.at, p.policy)), append(polAt, i)
+			item := policyItem(p.at, p.policy)
+			item.Prev = a.appliedPolicy(p.key)
+			polItems, polAt = append(polItems, item), append(polAt, i)
 		}
 	}
 	if len(items) > 0 {

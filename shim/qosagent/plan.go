@@ -143,6 +143,14 @@ func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, peers netpolicy
 	return &plan
 }
 
+// appliedPolicy is the policy plan the attachment holds, as last applied
+// (nil: unknown).
+func (a *Agent) appliedPolicy(key string) *netpol.Plan {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.appliedPol[key]
+}
+
 // holdsPolicy reports whether the attachment holds the policy plan, as
 // last applied.
 func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {

@@ -123,9 +123,9 @@ func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
 // in use. The API side is faked; the kernel side is real, and checked
 // against netpolicy.Compile at the end.
 func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
-	src, pods := polNode(b)
+	host, src, pods := polNode(b)
 	agent := qosagent.New(src, src, src, src, src, noQoS)
-	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: podpolicy.Sync, Peers: src}
+	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: inHost(host, podpolicy.Sync), Peers: src}
 	live, outs := runAgent(b, agent) // the tables the pods start with
 	if err := firstSync(outs); err != nil {
 		b.Fatal(err)
@@ -151,7 +151,7 @@ func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	}
 	b.StopTimer()
 	b.Logf("slowest edit: %v, %d attachments changed", slowest, slowestPods)
-	rules, elems := checkPolicies(b, src, pods)
+	rules, elems := checkPolicies(b, host, src, pods)
 	b.ReportMetric(float64(changed)/float64(b.N), "pods-changed/edit")
 	b.ReportMetric(float64(rules)/polPods, "rules/attachment")
 	b.ReportMetric(float64(elems)/polPods, "set-elems/attachment")
@@ -160,10 +160,26 @@ func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	runtime.KeepAlive(agent)
 }
 
+// inHost runs a policy kernel with the host namespace of the benchmark as
+// the node's (where the bridged ports' policies live), as netclass-dra
+// runs it in the node's.
+func inHost(host *nstest.NS, kernel func([]podpolicy.Interface) []podpolicy.Result) func([]podpolicy.Interface) []podpolicy.Result {
+	return func(items []podpolicy.Interface) []podpolicy.Result {
+		var res []podpolicy.Result
+		if err := host.Run(func() error { res = kernel(items); return nil }); err != nil {
+			res = make([]podpolicy.Result, len(items))
+			for i := range res {
+				res[i].Err = err
+			}
+		}
+		return res
+	}
+}
+
 // polNode builds the pods' namespaces (net1 of each a veth whose host end
 // is a bridge port, as in BenchmarkQoSEdit100Attachments), their claims
 // with QoS-less devices, and the policies.
-func polNode(b *testing.B) (*polSources, []*nstest.NS) {
+func polNode(b *testing.B) (*nstest.NS, *polSources, []*nstest.NS) {
 	host := nstest.New(b)
 	host.Bridge(b, "ncbench")
 	src := &polSources{benchSources: &benchSources{}, byUID: map[types.UID]int{}}
@@ -179,7 +195,7 @@ func polNode(b *testing.B) (*polSources, []*nstest.NS) {
 	for k := range polPolicies {
 		src.pols = append(src.pols, benchPolicy(k))
 	}
-	return src, pods
+	return host, src, pods
 }
 
 // noQoS is the agent's QoS kernel: no device has QoS, so it is never called.
@@ -350,10 +366,11 @@ func editSync(outs []qosagent.Outcome, policy string, selects map[string][]types
 	return n, nil
 }
 
-// checkPolicies verifies every pod's policy table against the plan
-// netpolicy.Compile gives for the policies as last edited, and returns the
-// rules and set elements (interval ends included) of all the tables.
-func checkPolicies(b *testing.B, src *polSources, pods []*nstest.NS) (rules, elems int) {
+// checkPolicies verifies every pod's policy, on the host side of its
+// port, against the plan netpolicy.Compile gives for the policies as last
+// edited, and returns the rules and set elements (interval ends included)
+// the ports hold in the host's tables.
+func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstest.NS) (rules, elems int) {
 	offer, _ := src.Lookup("bench")
 	for i, pod := range pods {
 		t := netpolicy.Target{Namespace: polNamespace, Labels: src.labels[i], Network: offer.Network}
@@ -361,49 +378,53 @@ func checkPolicies(b *testing.B, src *polSources, pods []*nstest.NS) (rules, ele
 		if err != nil {
 			b.Fatalf("compile the policy of pod %d: %v", i, err)
 		}
-		var r, e int
-		err = nft.InNamespace(pod.Path, func(c *nftables.Conn) error {
-			if err := nft.CheckPolicy(c, "net1", &plan); err != nil {
-				return err
-			}
-			r, e, err = countPolicy(c)
-			return err
-		})
-		if err != nil {
+		if err := host.Run(func() error { return podpolicy.Check(podpolicy.Interface{PodNS: pod.Path, IfName: "net1", Plan: &plan}) }); err != nil {
 			b.Fatalf("pod %d: %v", i, err)
 		}
-		rules, elems = rules+r, elems+e
+	}
+	err := nft.InNamespace(host.Path, func(c *nftables.Conn) (err error) {
+		rules, elems, err = countHostPolicies(c)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	return rules, elems
 }
 
-// countPolicy counts the rules and set elements of net1's policy table.
-func countPolicy(c *nftables.Conn) (rules, elems int, err error) {
-	t := &nftables.Table{Name: nft.PolicyTable("net1"), Family: nftables.TableFamilyINet}
-	chains, err := c.ListChainsOfTableFamily(t.Family)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, ch := range chains {
-		if ch.Table.Name != t.Name {
-			continue
-		}
-		rs, err := c.GetRules(t, ch)
+// countHostPolicies counts the rules and set elements of the ports'
+// chains and sets in the host's policy tables.
+func countHostPolicies(c *nftables.Conn) (rules, elems int, err error) {
+	for _, fam := range []nftables.TableFamily{nftables.TableFamilyINet, nftables.TableFamilyBridge} {
+		t := &nftables.Table{Name: nft.HostPolicyTable, Family: fam}
+		chains, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
 			return 0, 0, err
 		}
-		rules += len(rs)
-	}
-	sets, err := c.GetSets(t)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, s := range sets {
-		els, err := c.GetSetElements(s)
+		for _, ch := range chains {
+			if ch.Table.Name != t.Name || ch.Hooknum != nil {
+				continue
+			}
+			rs, err := c.GetRules(t, ch)
+			if err != nil {
+				return 0, 0, err
+			}
+			rules += len(rs)
+		}
+		sets, err := c.GetSets(t)
 		if err != nil {
 			return 0, 0, err
 		}
-		elems += len(els)
+		for _, s := range sets {
+			if s.IsMap {
+				continue
+			}
+			els, err := c.GetSetElements(s)
+			if err != nil {
+				return 0, 0, err
+			}
+			elems += len(els)
+		}
 	}
 	return rules, elems, nil
 }

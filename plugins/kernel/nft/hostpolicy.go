@@ -62,6 +62,9 @@ type HostPort struct {
 	MAC    net.HardwareAddr
 	Addrs  []netip.Addr
 	Plan   *netpol.Plan
+	// Prev, when set, is the plan the port holds (its last sync's): its
+	// chains and sets are then not read back from the kernel.
+	Prev *netpol.Plan
 }
 
 var hostPolicyInet = func() *sharedTable {
@@ -295,11 +298,17 @@ func portIntervals(ranges []netpol.PortRange) []nftables.SetElement {
 func SyncHostPolicies(c *nftables.Conn, ports map[string]HostPort) map[string]PortResult {
 	inet := make(map[string]*portObjects, len(ports))
 	bridge := make(map[string]*portObjects, len(ports))
+	prevInet, prevBridge := map[string]*portObjects{}, map[string]*portObjects{}
 	for h, p := range ports {
 		inet[h], bridge[h] = hostPolicyObjects(h, p)
+		if p.Prev != nil {
+			q := p
+			q.Plan = p.Prev
+			prevInet[h], prevBridge[h] = hostPolicyObjects(h, q)
+		}
 	}
-	out := hostPolicyBridge.sync(c, bridge)
-	for h, r := range hostPolicyInet.sync(c, inet) {
+	out := hostPolicyBridge.syncFrom(c, bridge, prevBridge)
+	for h, r := range hostPolicyInet.syncFrom(c, inet, prevInet) {
 		b := out[h]
 		out[h] = PortResult{Changed: b.Changed || r.Changed, At: later(b.At, r.At), Err: joinErr(b.Err, r.Err)}
 	}

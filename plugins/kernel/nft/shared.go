@@ -207,6 +207,12 @@ func (s *sharedTable) queueBase(c *nftables.Conn) error {
 // transaction's ports are retried one by one, so one port's failure holds
 // up no other. Ports missing from wants are not touched.
 func (s *sharedTable) sync(c *nftables.Conn, wants map[string]*portObjects) map[string]PortResult {
+	return s.syncFrom(c, wants, nil)
+}
+
+// syncFrom is sync where prevs, when it has a port, is what the port holds
+// (its last sync's rendering): its chains and sets are not read back.
+func (s *sharedTable) syncFrom(c *nftables.Conn, wants, prevs map[string]*portObjects) map[string]PortResult {
 	out := make(map[string]PortResult, len(wants))
 	st, err := s.read(c)
 	if err != nil {
@@ -218,7 +224,7 @@ func (s *sharedTable) sync(c *nftables.Conn, wants map[string]*portObjects) map[
 	ports := cheapFirst(wants)
 	for len(ports) > 0 {
 		n := chunk(ports, wants)
-		s.syncChunk(c, st, wants, ports[:n], out)
+		s.syncChunk(c, st, wants, prevs, ports[:n], out)
 		ports = ports[n:]
 	}
 	return out
@@ -267,8 +273,8 @@ func (p *portObjects) size() int {
 	return n
 }
 
-func (s *sharedTable) syncChunk(c *nftables.Conn, st *sharedState, wants map[string]*portObjects, ports []string, out map[string]PortResult) {
-	changed, err := s.queuePorts(c, st, wants, ports)
+func (s *sharedTable) syncChunk(c *nftables.Conn, st *sharedState, wants, prevs map[string]*portObjects, ports []string, out map[string]PortResult) {
+	changed, err := s.queuePorts(c, st, wants, prevs, ports)
 	if err == nil && len(changed) == 0 {
 		for _, p := range ports {
 			out[p] = PortResult{}
@@ -309,7 +315,7 @@ func (s *sharedTable) wrap(err error) error {
 // queuePorts adds the ports' differences to the batch (and the table's
 // base, when it needs repair and anything changes) and returns the ports
 // that have any.
-func (s *sharedTable) queuePorts(c *nftables.Conn, st *sharedState, wants map[string]*portObjects, ports []string) (map[string]bool, error) {
+func (s *sharedTable) queuePorts(c *nftables.Conn, st *sharedState, wants, prevs map[string]*portObjects, ports []string) (map[string]bool, error) {
 	changed := map[string]bool{}
 	lastSet := s.baseSets()
 	for _, p := range ports {
@@ -320,7 +326,7 @@ func (s *sharedTable) queuePorts(c *nftables.Conn, st *sharedState, wants map[st
 			want = s.renumber(want, lastSet)
 		}
 		lastSet = want.rs.lastSet
-		got, err := readOwned(c, s.table, st.chains[p], st.sets[p])
+		got, err := s.holds(c, st, p, prevs[p])
 		if err != nil {
 			return nil, err
 		}
@@ -346,6 +352,42 @@ func (s *sharedTable) queuePorts(c *nftables.Conn, st *sharedState, wants map[st
 		}
 	}
 	return changed, nil
+}
+
+// holds is what the port holds: prev's rendering when given (the chains
+// and sets the table lists for the port must be exactly prev's, or it is
+// read), else read from the kernel.
+func (s *sharedTable) holds(c *nftables.Conn, st *sharedState, port string, prev *portObjects) (owned, error) {
+	if prev != nil && prev.names(st, port) {
+		o := owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}}
+		for _, ch := range prev.rs.chains {
+			o.chains[ch.Name] = prev.rs.rules[ch.Name]
+		}
+		for _, set := range prev.rs.sets {
+			o.sets[set.set.Name] = set.elements
+		}
+		return o, nil
+	}
+	return readOwned(c, s.table, st.chains[port], st.sets[port])
+}
+
+// names reports whether the table lists exactly the port's chains and sets
+// of p (a cheap check that the kernel still has what was last applied).
+func (p *portObjects) names(st *sharedState, port string) bool {
+	if len(p.rs.chains) != len(st.chains[port]) || len(p.rs.sets) != len(st.sets[port]) {
+		return false
+	}
+	for _, ch := range p.rs.chains {
+		if !slices.Contains(st.chains[port], ch.Name) {
+			return false
+		}
+	}
+	for _, set := range p.rs.sets {
+		if !slices.Contains(st.sets[port], set.set.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 // renumber gives a port's sets IDs after lastSet, unique in the transaction.

@@ -346,3 +346,37 @@ func TestHostPolicySetsEditedInPlace(t *testing.T) {
 		}
 	}
 }
+
+// A port synced from the plan it last held sends only the differences
+// without reading its chains and sets back; a port whose kernel state is
+// not what the caller believes fails (and a sync without Prev repairs it).
+func TestHostPolicySyncedFromItsLastPlan(t *testing.T) {
+	host := nstest.New(t)
+	host.Bridge(t, "br0")
+	plan := func(last byte, ports ...uint16) *netpol.Plan {
+		var pr []netpol.PortRange
+		for _, p := range ports {
+			pr = append(pr, netpol.PortRange{Proto: 6, From: p, To: p})
+		}
+		return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last})), V6: []qos.Range{}, Ports: pr}}}}
+	}
+	a, b, c := plan(1, 80), plan(2, 81, 83), plan(3, 90)
+	sync := func(want, prev *netpol.Plan) error {
+		return InNamespace(host.Path, func(conn *nftables.Conn) error {
+			p := HostPort{Bridge: "br0", MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, Plan: want, Prev: prev}
+			if r := SyncHostPolicies(conn, map[string]HostPort{"x": p})["x"]; r.Err != nil {
+				return r.Err
+			}
+			p.Prev = nil
+			return CheckHostPolicy(conn, "x", p)
+		})
+	}
+	for i, step := range []struct {
+		want, prev *netpol.Plan
+		fails      bool
+	}{{a, nil, false}, {b, a, false}, {a, c, true}, {a, nil, false}} {
+		if err := sync(step.want, step.prev); (err != nil) != step.fails {
+			t.Fatalf("step %d: %v, want failure %v", i, err, step.fails)
+		}
+	}
+}
