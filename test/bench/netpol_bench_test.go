@@ -378,7 +378,9 @@ func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstes
 		if err != nil {
 			b.Fatalf("compile the policy of pod %d: %v", i, err)
 		}
-		if err := host.Run(func() error { return podpolicy.Check(podpolicy.Interface{PodNS: pod.Path, IfName: "net1", Plan: &plan}) }); err != nil {
+		if err := host.Run(func() error {
+			return podpolicy.Check(podpolicy.Interface{PodNS: pod.Path, IfName: "net1", Plan: &plan})
+		}); err != nil {
 			b.Fatalf("pod %d: %v", i, err)
 		}
 	}
