@@ -120,7 +120,6 @@ func (c *SRIOV) validateOffload() field.Errors {
 
 func (c *SRIOV) validate() field.Errors {
 	errs := c.Common.validate()
-	errs.Append(c.withoutHostPort("for a VF"))
 	if c.DeviceID == "" && c.Master == "" && c.RuntimeConfig.DeviceID == "" {
 		errs.Add("deviceID", "deviceID (a VF's PCI address, or runtimeConfig.deviceID) or master (a PF) is required")
 	}

@@ -47,9 +47,6 @@ func ParseVLAN(data []byte) (*VLAN, error) {
 
 func (c *VLAN) validate() field.Errors {
 	errs := c.Common.validate()
-	if c.LinkInContainer {
-		errs.Append(c.withoutHostPort("with linkInContainer"))
-	}
 	errs.Append(ValidateIfName("master", c.Master))
 	if c.VLANID < 1 || c.VLANID > MaxVLANID {
 		errs.Add("vlanId", "must be between 1 and %d, got %d", MaxVLANID, c.VLANID)

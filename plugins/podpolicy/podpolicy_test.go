@@ -42,3 +42,25 @@ func TestSyncManyPods(t *testing.T) {
 		}
 	}
 }
+
+// An interface without a host end, left closed by its ADD, is opened once
+// its policy is in its pod.
+func TestSyncOpensAnInterfaceInItsPod(t *testing.T) {
+	pod, peer := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, pod, "net1", "10.96.0.1/24", peer, "p", "")
+	in := func(fn func(c *nftables.Conn) error) error { return nft.InNamespace(pod.Path, fn) }
+	mac := pod.Link(t, "net1").Attrs().HardwareAddr
+	if err := in(func(c *nftables.Conn) error { return nft.InstallPodGuard(c, "net1", nft.Guard{MAC: mac}, true) }); err != nil {
+		t.Fatal(err)
+	}
+	f := Interface{PodNS: pod.Path, IfName: "net1", Plan: &netpol.Plan{Ingress: netpol.Direction{Isolated: true}}}
+	if err := Check(f); err == nil {
+		t.Fatal("Check passed a closed interface")
+	}
+	if r := Sync([]Interface{f}); r[0].Err != nil || !r[0].Changed {
+		t.Fatalf("Sync: %+v", r[0])
+	}
+	if err := Check(f); err != nil {
+		t.Fatal(err)
+	}
+}

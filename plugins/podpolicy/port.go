@@ -152,10 +152,14 @@ func dropPodTables(ifs []Interface, where []place, open []string, at map[string]
 }
 
 // syncInPod brings the policy table of an interface without a host port,
-// in its pod's namespace, to its plan.
+// in its pod's namespace, to its plan, then opens the interface's guard.
 func syncInPod(f Interface) (changed bool, err error) {
 	err = nft.InNamespace(f.PodNS, func(c *nftables.Conn) error {
-		changed, err = nft.SyncPolicy(c, f.IfName, f.Plan)
+		if changed, err = nft.SyncPolicy(c, f.IfName, f.Plan); err != nil {
+			return err
+		}
+		opened, err := nft.OpenPodGuard(c, f.IfName)
+		changed = changed || opened
 		return err
 	})
 	if err != nil {
@@ -173,7 +177,12 @@ func Check(f Interface) error {
 		return err
 	}
 	if w.hostIf == "" {
-		return nft.InNamespace(f.PodNS, func(c *nftables.Conn) error { return nft.CheckPolicy(c, f.IfName, f.Plan) })
+		return nft.InNamespace(f.PodNS, func(c *nftables.Conn) error {
+			if closed, err := nft.PodGuardClosed(c, f.IfName); err != nil || closed {
+				return errors.Join(err, fmt.Errorf("%q is still closed", f.IfName))
+			}
+			return nft.CheckPolicy(c, f.IfName, f.Plan)
+		})
 	}
 	if w.podTable {
 		return fmt.Errorf("the pod of %q still holds a policy table, its policy is on the host", f.IfName)

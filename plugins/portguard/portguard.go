@@ -1,6 +1,7 @@
 // Package portguard is the security of a pod's port on a host bridge, the
 // part netclass-bridge, netclass-vxlan and netclass-vlan (bridged) share
-// with netclass-dra's agent: the port's guard (plugins/kernel/nft: what the
+// with netclass-dra's agent (and, for an interface without a host end, its
+// guard in the pod: SecureInPod): the port's guard (plugins/kernel/nft: what the
 // pod may send: its MAC, its addresses, no router advertisements, no
 // tagged frames; closed until netclass-dra opens it) and, on DEL, the port's
 // NetworkPolicy, which the agent keeps on the host side of the port. All of
@@ -13,6 +14,7 @@ import (
 	"net/netip"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
@@ -126,4 +128,45 @@ func Remove(hostIf string) error {
 		return err
 	}
 	return errors.Join(nft.DeleteGuard(c, hostIf), nft.DeleteHostPolicy(c, hostIf))
+}
+
+// SecureInPod guards an interface without a host end (a VF, macvlan, a
+// VLAN made in the pod) in its pod's namespace, at the interface's netdev
+// hooks: what ps asks for, as Secure does for a bridged port. A pod with
+// CAP_NET_ADMIN can remove it (README, "Security model").
+func SecureInPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Result) error {
+	if ps == nil || !ps.SpoofCheck {
+		return nil
+	}
+	g, err := GuardOf(Port{PodNS: podNS, IfName: ifname}, ResultIPs(res))
+	if err != nil {
+		return err
+	}
+	err = nft.InNamespace(podNS, func(c *nftables.Conn) error { return nft.InstallPodGuard(c, ifname, g, ps.StartClosed) })
+	if err != nil {
+		return fmt.Errorf("guard %q in %s: %w", ifname, podNS, err)
+	}
+	return nil
+}
+
+// CheckInPod verifies the guard of an interface without a host end.
+func CheckInPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Result) error {
+	if ps == nil || !ps.SpoofCheck {
+		return nil
+	}
+	g, err := GuardOf(Port{PodNS: podNS, IfName: ifname}, ResultIPs(res))
+	if err != nil {
+		return err
+	}
+	return nft.InNamespace(podNS, func(c *nftables.Conn) error { return nft.CheckPodGuard(c, ifname, g) })
+}
+
+// RemoveInPod deletes the guard of an interface without a host end; none,
+// or no namespace any more, is success.
+func RemoveInPod(podNS, ifname string) error {
+	err := nft.InNamespace(podNS, func(c *nftables.Conn) error { return nft.DeletePodGuard(c, ifname) })
+	if errors.Is(err, netns.ErrNotFound) {
+		return nil
+	}
+	return err
 }

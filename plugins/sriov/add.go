@@ -12,6 +12,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/sysfs"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -178,6 +179,12 @@ func (p plugin) attachNetdev(c *netconf.SRIOV, args *skel.CmdArgs, st *state, ma
 	}
 	if err := configure(pod, res); err != nil {
 		return err
+	}
+	if c.PortSecurity != nil {
+		undo.Push(k.track(func() error { return portguard.RemoveInPod(args.Netns, args.IfName) }))
+		if err := portguard.SecureInPod(c.PortSecurity, args.Netns, args.IfName, res); err != nil {
+			return err
+		}
 	}
 	plan := qos.Compile(c.ShapedQoS())
 	if plan.IsZero() {

@@ -15,6 +15,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -67,7 +68,7 @@ func (p plugin) check(c *netconf.SRIOV, args *skel.CmdArgs, prev *current.Result
 	if err := checkPod(c, args, prev); err != nil {
 		return fmt.Errorf("check %q in %s: %w", args.IfName, args.Netns, err)
 	}
-	return checkQoS(c, args)
+	return checkQoS(c, args, prev)
 }
 
 func checkPod(c *netconf.SRIOV, args *skel.CmdArgs, prev *current.Result) error {
@@ -103,7 +104,10 @@ func checkPod(c *netconf.SRIOV, args *skel.CmdArgs, prev *current.Result) error 
 
 // checkQoS verifies the shaping and rules, and that an offloaded egress
 // rate is not also shaped by a qdisc.
-func checkQoS(c *netconf.SRIOV, args *skel.CmdArgs) error {
+func checkQoS(c *netconf.SRIOV, args *skel.CmdArgs, prev *current.Result) error {
+	if err := portguard.CheckInPod(c.PortSecurity, args.Netns, args.IfName, prev); err != nil {
+		return fmt.Errorf("port security of %q: %w", args.IfName, err)
+	}
 	a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName}
 	if err := qosport.Check(a, qos.Compile(c.ShapedQoS())); err != nil {
 		return fmt.Errorf("qos of %q: %w", args.IfName, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 )
 
@@ -42,7 +43,7 @@ func (p plugin) teardown(c *netconf.SRIOV, rec *attach.Record) error {
 	if !st.Userspace {
 		// The rules and the IFB outlive the netdev's move; its qdiscs do not.
 		a := qosport.Attachment{PodNS: rec.NetNS, IfName: rec.IfName}
-		if err := errors.Join(qosport.RemoveRules(a), p.moveOut(rec.NetNS, st)); err != nil {
+		if err := errors.Join(qosport.RemoveRules(a), portguard.RemoveInPod(rec.NetNS, rec.IfName), p.moveOut(rec.NetNS, st)); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/plugins/portguard"
 )
 
 // The linkInContainer mode: the VLAN is a sub-interface, in the pod, of a
@@ -56,6 +57,12 @@ func addInPod(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *at
 	}
 	if err := configure(args, res); err != nil {
 		return nil, err
+	}
+	if c.PortSecurity != nil {
+		undo.Push(func() error { return portguard.RemoveInPod(args.Netns, args.IfName) })
+		if err := portguard.SecureInPod(c.PortSecurity, args.Netns, args.IfName, res); err != nil {
+			return nil, err
+		}
 	}
 	return res, applyPodPCP(c, args.Netns, args.IfName)
 }
@@ -116,7 +123,7 @@ func removeLink(netnsPath, ifname string) error {
 	if err != nil && !errors.Is(err, netns.ErrNotFound) {
 		return fmt.Errorf("delete %q in %s: %w", ifname, netnsPath, err)
 	}
-	return deletePodPCP(netnsPath, ifname)
+	return errors.Join(deletePodPCP(netnsPath, ifname), portguard.RemoveInPod(netnsPath, ifname))
 }
 
 // checkInPod verifies the pod's VLAN link (id, MAC, state), its addresses
@@ -157,6 +164,9 @@ func checkInPod(c *netconf.VLAN, args *skel.CmdArgs, prev *current.Result) error
 	})
 	if err != nil {
 		return err
+	}
+	if err := portguard.CheckInPod(c.PortSecurity, args.Netns, args.IfName, prev); err != nil {
+		return fmt.Errorf("port security: %w", err)
 	}
 	return nft.InNamespace(args.Netns, func(conn *nftables.Conn) error { return nft.CheckPCP(conn, args.IfName, c.PCP) })
 }

@@ -62,7 +62,7 @@ func ConfList(in Input) ([]byte, error) {
 	delete(main, "cniVersion")
 	setCapabilities(main, in.Config, in.DeviceID != "")
 	setStateDirs(main)
-	setPortSecurity(main, in.Network.Type)
+	setPortSecurity(main)
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
 		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]})
@@ -145,17 +145,13 @@ func setStateDirs(main map[string]any) {
 	}
 }
 
-// setPortSecurity guards every port on a host bridge netclass-dra makes
-// (whatever the network's parameters say): the pod's MAC and addresses are
-// enforced at the port, and the port passes nothing until the agent has
-// put the attachment's NetworkPolicy in place and opened it (qosagent.Guard),
-// so a pod is never up without its policy, whatever happens to the daemon.
-func setPortSecurity(main map[string]any, typ string) {
-	bridged := typ == netconf.TypeBridge || typ == netconf.TypeVXLAN || (typ == netconf.TypeVLAN && main["linkInContainer"] != true)
-	if !bridged {
-		delete(main, "portSecurity")
-		return
-	}
+// setPortSecurity guards every attachment netclass-dra makes (whatever the
+// network's parameters say): the pod's MAC and addresses are enforced (on
+// the host at a bridged port, in the pod at the interface's netdev hooks
+// otherwise), and the attachment passes nothing until the agent has put its
+// NetworkPolicy in place and opened it (qosagent.Guard), so a pod is never
+// up without its policy, whatever happens to the daemon.
+func setPortSecurity(main map[string]any) {
 	main["portSecurity"] = map[string]any{"spoofCheck": true, "startClosed": true}
 }
 

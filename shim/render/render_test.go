@@ -272,10 +272,8 @@ func mustConfList(t *testing.T, in Input) []byte {
 
 func ptrInt(v int) *int { return &v }
 
-// Every port on a host bridge netclass-dra makes is guarded and starts
-// closed, whatever the network's parameters say; an interface without a
-// host port (a VF, a VLAN made in the pod) gets no portSecurity, which its
-// plugin would refuse.
+// Every attachment netclass-dra makes is guarded and starts closed,
+// whatever the network's parameters say.
 func TestPortSecurity(t *testing.T) {
 	guarded := map[string]any{"spoofCheck": true, "startClosed": true}
 	for _, tc := range []struct {
@@ -286,8 +284,8 @@ func TestPortSecurity(t *testing.T) {
 		{"bridge that turned it off", "netclass-bridge", `{"type":"netclass-bridge","portSecurity":{"spoofCheck":false}}`, guarded},
 		{"vxlan", "netclass-vxlan", `{"type":"netclass-vxlan","vni":100,"remotes":["192.0.2.2"],"master":"eth1"}`, guarded},
 		{"vlan on a host bridge", "netclass-vlan", `{"type":"netclass-vlan","master":"eth1","vlanId":10}`, guarded},
-		{"vlan in the pod", "netclass-vlan", `{"type":"netclass-vlan","master":"eth1","vlanId":10,"linkInContainer":true,"portSecurity":{"spoofCheck":true}}`, nil},
-		{"sriov", "netclass-sriov", `{"type":"netclass-sriov","master":"eth1"}`, nil},
+		{"vlan in the pod", "netclass-vlan", `{"type":"netclass-vlan","master":"eth1","vlanId":10,"linkInContainer":true,"portSecurity":{"spoofCheck":false}}`, guarded},
+		{"sriov", "netclass-sriov", `{"type":"netclass-sriov","master":"eth1"}`, guarded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := network.Network{Ref: attachment.NetworkRef{Kind: "PodNetwork", Name: "n"}, Type: tc.typ, Config: json.RawMessage(tc.config)}

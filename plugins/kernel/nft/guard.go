@@ -88,6 +88,14 @@ func guardPort(hostIf string, g Guard) *portObjects {
 	p := guardShared.newPort(0)
 	name := GuardChain(hostIf)
 	p.rs.chains = []*nftables.Chain{{Name: name, Table: p.rs.table}}
+	p.rs.rules[name] = guardRules(p.rs, name+"/", g)
+	p.elements[guardPortsMap] = []nftables.SetElement{{Key: ifname(hostIf), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: name}}}
+	return p
+}
+
+// guardRules renders what a pod may send, its address sets named
+// setPrefix+"v4|v6"; the bridge and netdev families read frames alike.
+func guardRules(rs *ruleset, setPrefix string, g Guard) [][]expr.Any {
 	rules := [][]expr.Any{
 		concat(matchEtherSaddrNot(g.MAC), []expr.Any{verdict(expr.VerdictDrop)}),
 		concat(matchEtherType(unix.ETH_P_8021Q), []expr.Any{verdict(expr.VerdictDrop)}),
@@ -100,17 +108,15 @@ func guardPort(hostIf string, g Guard) *portObjects {
 		concat(matchEtherType(unix.ETH_P_IPV6), matchL4proto(unix.IPPROTO_UDP), matchSport(547), []expr.Any{verdict(expr.VerdictDrop)}),
 	}
 	if g.CheckIPs {
-		rules = append(rules, guardSources(p.rs, name, g)...)
+		rules = append(rules, guardSources(rs, setPrefix, g)...)
 	}
-	p.rs.rules[name] = rules
-	p.elements[guardPortsMap] = []nftables.SetElement{{Key: ifname(hostIf), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: name}}}
-	return p
+	return rules
 }
 
 // guardSources renders the source address checks: ARP, IPv4, IPv6.
-func guardSources(rs *ruleset, chain string, g Guard) [][]expr.Any {
-	v4 := hostSet(rs, chain+"/v4", false, g.V4)
-	v6 := hostSet(rs, chain+"/v6", true, g.V6)
+func guardSources(rs *ruleset, setPrefix string, g Guard) [][]expr.Any {
+	v4 := hostSet(rs, setPrefix+"v4", false, g.V4)
+	v6 := hostSet(rs, setPrefix+"v6", true, g.V6)
 	arp, ip4, ip6 := matchEtherType(unix.ETH_P_ARP), matchEtherType(unix.ETH_P_IP), matchEtherType(unix.ETH_P_IPV6)
 	unspec4 := []byte{0, 0, 0, 0}
 	return [][]expr.Any{
