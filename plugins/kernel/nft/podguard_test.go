@@ -39,7 +39,9 @@ func TestPodGuard(t *testing.T) {
 		defer capture.Close()
 		marker := []byte(fmt.Sprintf("netclass-%d", time.Now().UnixNano()))
 		payload, typ := rawframe.UDP(netip.AddrPortFrom(srcIP, 5555), netip.AddrPortFrom(dstIP, 9), marker)
-		err := from.Run(func() error { return rawframe.Send("net1", rawframe.Frame{Src: src, Dst: dst, Type: typ, Payload: payload}) })
+		err := from.Run(func() error {
+			return rawframe.Send("net1", rawframe.Frame{Src: src, Dst: dst, Type: typ, Payload: payload})
+		})
 		if errors.Is(err, unix.ENOBUFS) {
 			return false // dropped at the sender's egress hook, which a packet socket is told
 		}
