@@ -28,7 +28,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: netprobe udp|ra|raw IFNAME ...")
+		return fmt.Errorf("usage: netprobe udp|ra|raw IFNAME [ARG]")
 	}
 	ifi, err := net.InterfaceByName(args[1])
 	if err != nil {
