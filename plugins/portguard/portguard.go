@@ -135,14 +135,7 @@ func Remove(hostIf string) error {
 // hooks: what ps asks for, as Secure does for a bridged port. A pod with
 // CAP_NET_ADMIN can remove it (README, "Security model").
 func SecureInPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Result) error {
-	if ps == nil || !ps.SpoofCheck {
-		return nil
-	}
-	g, err := GuardOf(Port{PodNS: podNS, IfName: ifname}, ResultIPs(res))
-	if err != nil {
-		return err
-	}
-	err = nft.InNamespace(podNS, func(c *nftables.Conn) error { return nft.InstallPodGuard(c, ifname, g, ps.StartClosed) })
+	err := inPod(ps, podNS, ifname, res, func(c *nftables.Conn, g nft.Guard) error { return nft.InstallPodGuard(c, ifname, g, ps.StartClosed) })
 	if err != nil {
 		return fmt.Errorf("guard %q in %s: %w", ifname, podNS, err)
 	}
@@ -151,6 +144,11 @@ func SecureInPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Re
 
 // CheckInPod verifies the guard of an interface without a host end.
 func CheckInPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Result) error {
+	return inPod(ps, podNS, ifname, res, func(c *nftables.Conn, g nft.Guard) error { return nft.CheckPodGuard(c, ifname, g) })
+}
+
+// inPod runs fn on the interface's guard in its pod, when ps asks for one.
+func inPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Result, fn func(*nftables.Conn, nft.Guard) error) error {
 	if ps == nil || !ps.SpoofCheck {
 		return nil
 	}
@@ -158,7 +156,7 @@ func CheckInPod(ps *netconf.PortSecurity, podNS, ifname string, res *current.Res
 	if err != nil {
 		return err
 	}
-	return nft.InNamespace(podNS, func(c *nftables.Conn) error { return nft.CheckPodGuard(c, ifname, g) })
+	return nft.InNamespace(podNS, func(c *nftables.Conn) error { return fn(c, g) })
 }
 
 // RemoveInPod deletes the guard of an interface without a host end; none,

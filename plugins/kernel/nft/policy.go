@@ -9,7 +9,6 @@ import (
 	"github.com/google/nftables/expr"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
-	"github.com/netclass-dev/netclass/conf/qos"
 )
 
 // PolicyTable names the table holding the NetworkPolicy rules of one pod
@@ -25,7 +24,7 @@ import (
 //	  chain ingress {
 //	    ct state established,related accept          # replies of allowed connections
 //	    meta protocol ip6 icmpv6 type 133-137 accept  # neighbour discovery (ARP is not inet: untouched)
-//	    meta nfproto F [F saddr @ingressN_F] [meta l4proto P th dport A-B] accept   (per allow, family, port)
+//	    meta nfproto F [F saddr @ingress/aN_F] [meta l4proto P th dport @ingress/aN_pP] accept   (per allow, family, protocol)
 //	    drop
 //	  }
 //	  chain egress { ... daddr ... }
@@ -60,44 +59,8 @@ func renderDirection(rs *ruleset, base *nftables.Chain, name, ifname string, inp
 	}
 	rs.chains = append(rs.chains, &nftables.Chain{Name: name, Table: rs.table})
 	rs.rules[base.Name] = [][]expr.Any{concat(matchIfname(ifname, input), []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: name}})}
-	rules := [][]expr.Any{acceptEstablished(), acceptNDP()}
-	for i, a := range d.Allow {
-		v4ok, v6ok := a.Families()
-		for _, fam := range []struct {
-			v6, ok bool
-			ranges []qos.Range
-		}{{false, v4ok, a.V4}, {true, v6ok, a.V6}} {
-			if !fam.ok {
-				continue
-			}
-			head := matchNFProto(fam.v6)
-			if fam.ranges != nil {
-				s := addrSet(rs, fmt.Sprintf("%s%d", name, i), fam.v6, fam.ranges)
-				head = concat(head, matchAddrInSet(fam.v6, input, s.Name, s.ID))
-			}
-			for _, ports := range policyPorts(a.Ports) {
-				rules = append(rules, concat(head, ports, []expr.Any{verdict(expr.VerdictAccept)}))
-			}
-		}
-	}
+	rules := append([][]expr.Any{acceptEstablished(), acceptNDP()}, allowRules(rs, name, input, d)...)
 	rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
-}
-
-// policyPorts returns one match list per port range (one empty list when
-// every port of every protocol is allowed).
-func policyPorts(ports []netpol.PortRange) [][]expr.Any {
-	if len(ports) == 0 {
-		return [][]expr.Any{nil}
-	}
-	out := make([][]expr.Any, 0, len(ports))
-	for _, p := range ports {
-		m := matchL4proto(p.Proto)
-		if p.From != 0 {
-			m = concat(m, matchDportRange(p.From, p.To))
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // SyncPolicy brings the interface's policy table in the pod's namespace (c)

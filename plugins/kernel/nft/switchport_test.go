@@ -324,12 +324,7 @@ func TestHostPolicySetsEditedInPlace(t *testing.T) {
 	host := nstest.New(t)
 	host.Bridge(t, "br0")
 	plan := func(last byte, ports ...uint16) *netpol.Plan {
-		var pr []netpol.PortRange
-		for _, p := range ports {
-			pr = append(pr, netpol.PortRange{Proto: 6, From: p, To: p})
-		}
-		peers := hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last}), netip.AddrFrom4([4]byte{10, 0, 0, last + 2}))
-		return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: peers, V6: []qos.Range{}, Ports: pr}}}}
+		return tcpPlan(hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last}), netip.AddrFrom4([4]byte{10, 0, 0, last + 2})), ports...)
 	}
 	port := func(p *netpol.Plan) HostPort {
 		return HostPort{Bridge: "br0", MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.9")}, Plan: p}
@@ -354,11 +349,7 @@ func TestHostPolicySyncedFromItsLastPlan(t *testing.T) {
 	host := nstest.New(t)
 	host.Bridge(t, "br0")
 	plan := func(last byte, ports ...uint16) *netpol.Plan {
-		var pr []netpol.PortRange
-		for _, p := range ports {
-			pr = append(pr, netpol.PortRange{Proto: 6, From: p, To: p})
-		}
-		return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last})), V6: []qos.Range{}, Ports: pr}}}}
+		return tcpPlan(hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last})), ports...)
 	}
 	a, b, c := plan(1, 80), plan(2, 81, 83), plan(3, 90)
 	sync := func(want, prev *netpol.Plan) error {
@@ -379,4 +370,13 @@ func TestHostPolicySyncedFromItsLastPlan(t *testing.T) {
 			t.Fatalf("step %d: %v, want failure %v", i, err, step.fails)
 		}
 	}
+}
+
+// tcpPlan isolates ingress but from the peers on the TCP ports.
+func tcpPlan(peers []qos.Range, ports ...uint16) *netpol.Plan {
+	var pr []netpol.PortRange
+	for _, p := range ports {
+		pr = append(pr, netpol.PortRange{Proto: 6, From: p, To: p})
+	}
+	return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: peers, V6: []qos.Range{}, Ports: pr}}}}
 }
