@@ -380,3 +380,33 @@ func tcpPlan(peers []qos.Range, ports ...uint16) *netpol.Plan {
 	}
 	return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{{V4: peers, V6: []qos.Range{}, Ports: pr}}}}
 }
+
+// IPv6 alike: what a pod sends from its link-local address passes its
+// guard, what it sends from an address not its own does not.
+func TestGuardDropsSpoofedIPv6(t *testing.T) {
+	b := newSwitchBed(t, "a", "b")
+	a, bb := b.pods["a"], b.pods["b"]
+	b.guard(t, false, "a", "b")
+	send := func(src netip.Addr) bool {
+		t.Helper()
+		var capture *rawframe.Capture
+		bb.ns.Do(t, func() (err error) { capture, err = rawframe.Listen("eth0"); return err })
+		defer capture.Close()
+		marker := []byte("netclass-v6-" + src.String())
+		payload, typ := rawframe.UDP(netip.AddrPortFrom(src, 5555), netip.AddrPortFrom(bb.ll, 9999), marker)
+		a.ns.Do(t, func() error { return rawframe.Send("eth0", rawframe.Frame{Src: a.mac, Dst: bb.mac, Type: typ, Payload: payload}) })
+		got, err := capture.Wait(marker, 500*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if !send(a.ll) {
+		t.Error("a datagram from the pod's own link-local address did not arrive")
+	}
+	for _, src := range []netip.Addr{bb.ll, netip.MustParseAddr("fd00::9")} {
+		if send(src) {
+			t.Errorf("a datagram from %s crossed a's guarded port", src)
+		}
+	}
+}
