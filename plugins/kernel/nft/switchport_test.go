@@ -394,7 +394,9 @@ func TestGuardDropsSpoofedIPv6(t *testing.T) {
 		defer capture.Close()
 		marker := []byte("netclass-v6-" + src.String())
 		payload, typ := rawframe.UDP(netip.AddrPortFrom(src, 5555), netip.AddrPortFrom(bb.ll, 9999), marker)
-		a.ns.Do(t, func() error { return rawframe.Send("eth0", rawframe.Frame{Src: a.mac, Dst: bb.mac, Type: typ, Payload: payload}) })
+		a.ns.Do(t, func() error {
+			return rawframe.Send("eth0", rawframe.Frame{Src: a.mac, Dst: bb.mac, Type: typ, Payload: payload})
+		})
 		got, err := capture.Wait(marker, 500*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
