@@ -4,16 +4,35 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
-// ErrNoBridgeNetfilter: the kernel's br_netfilter is not loaded, so bridged
-// IP traffic never meets the host's inet hooks (where netclass's switch-port
-// NetworkPolicy lives).
+// ErrNoBridgeNetfilter: the kernel's br_netfilter is not loaded and could
+// not be, so bridged IP traffic never meets the host's inet hooks (where
+// netclass's switch-port NetworkPolicy lives).
 var ErrNoBridgeNetfilter = errors.New("br_netfilter is not loaded (modprobe br_netfilter)")
+
+// brnfSysctl exists (in every network namespace) once br_netfilter is loaded.
+const brnfSysctl = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+// LoadBridgeNetfilter makes sure the kernel's br_netfilter is there: built
+// in, loaded, or loaded now with modprobe (nothing asks the kernel to load
+// it on demand, as creating a vxlan or vlan link does for theirs).
+func LoadBridgeNetfilter() error {
+	if _, err := os.Stat(brnfSysctl); err == nil {
+		return nil
+	}
+	out, err := exec.Command("modprobe", "br_netfilter").CombinedOutput()
+	if _, serr := os.Stat(brnfSysctl); serr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: modprobe: %v %s", ErrNoBridgeNetfilter, err, strings.TrimSpace(string(out)))
+}
 
 // BridgeNetfilter makes the bridge hand its bridged IPv4 and IPv6 traffic
 // to the host's inet hooks (the bridge options nf_call_iptables and
@@ -21,8 +40,8 @@ var ErrNoBridgeNetfilter = errors.New("br_netfilter is not loaded (modprobe br_n
 // net.bridge.bridge-nf-call-ip(6)tables say). vishvananda/netlink does not
 // expose these options: the request is built here.
 func BridgeNetfilter(bridge netlink.Link) error {
-	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
-		return ErrNoBridgeNetfilter
+	if err := LoadBridgeNetfilter(); err != nil {
+		return err
 	}
 	on, err := bridgeNetfilterOn(bridge)
 	if err != nil || on {

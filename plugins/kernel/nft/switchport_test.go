@@ -39,6 +39,9 @@ type swPod struct {
 func newSwitchBed(t *testing.T, names ...string) *switchBed {
 	b := &switchBed{host: nstest.New(t), pods: map[string]*swPod{}}
 	b.host.Do(t, func() error {
+		if err := link.LoadBridgeNetfilter(); err != nil { // a module on a distribution's kernel
+			return err
+		}
 		for _, s := range []string{"bridge-nf-call-iptables", "bridge-nf-call-ip6tables"} {
 			if err := writeSysctl("/proc/sys/net/bridge/"+s, "0"); err != nil {
 				return err
