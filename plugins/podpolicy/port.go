@@ -76,7 +76,7 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 		w := where[i]
 		err, done := bridges[w.bridge.Attrs().Index]
 		if !done {
-			err = link.BridgeNetfilter(w.bridge)
+			err = portguard.BridgeNetfilter(w.bridge)
 			bridges[w.bridge.Attrs().Index] = err
 		}
 		if err != nil {

@@ -85,7 +85,7 @@ func Secure(ps *netconf.PortSecurity, p Port, bridge netlink.Link, res *current.
 		return nil
 	}
 	if ps.StartClosed {
-		if err := link.BridgeNetfilter(bridge); err != nil {
+		if err := BridgeNetfilter(bridge); err != nil {
 			return fmt.Errorf("portSecurity.startClosed: %w", err)
 		}
 	}
@@ -101,6 +101,23 @@ func Secure(ps *netconf.PortSecurity, p Port, bridge netlink.Link, res *current.
 		return fmt.Errorf("guard port %q: %w", p.HostIf, err)
 	}
 	return nil
+}
+
+// BridgeNetfilter hands the bridge's IP traffic to the host's inet hooks
+// (where the port's NetworkPolicy is), loading br_netfilter first when it
+// is a module not loaded yet: by asking the kernel (which runs the host's
+// module loader, whatever container this runs in), then with modprobe.
+func BridgeNetfilter(bridge netlink.Link) error {
+	if !link.BridgeNetfilterLoaded() {
+		c, err := nft.OpenCurrent()
+		if err == nil {
+			err = nft.RequestBridgeNetfilter(c)
+		}
+		if lerr := link.LoadBridgeNetfilter(); lerr != nil {
+			return errors.Join(lerr, err)
+		}
+	}
+	return link.BridgeNetfilter(bridge)
 }
 
 // Check verifies the port's guard against the attachment's result.

@@ -20,15 +20,22 @@ var ErrNoBridgeNetfilter = errors.New("br_netfilter is not loaded (modprobe br_n
 // brnfSysctl exists (in every network namespace) once br_netfilter is loaded.
 const brnfSysctl = "/proc/sys/net/bridge/bridge-nf-call-iptables"
 
-// LoadBridgeNetfilter makes sure the kernel's br_netfilter is there: built
-// in, loaded, or loaded now with modprobe (nothing asks the kernel to load
-// it on demand, as creating a vxlan or vlan link does for theirs).
+// BridgeNetfilterLoaded reports whether the kernel's br_netfilter is there.
+func BridgeNetfilterLoaded() bool {
+	_, err := os.Stat(brnfSysctl)
+	return err == nil
+}
+
+// LoadBridgeNetfilter loads br_netfilter with modprobe when it is not there
+// yet (nothing asks the kernel to load it on demand, as creating a vxlan or
+// vlan link does for theirs; nft.RequestBridgeNetfilter is the way without
+// modprobe).
 func LoadBridgeNetfilter() error {
-	if _, err := os.Stat(brnfSysctl); err == nil {
+	if BridgeNetfilterLoaded() {
 		return nil
 	}
 	out, err := exec.Command("modprobe", "br_netfilter").CombinedOutput()
-	if _, serr := os.Stat(brnfSysctl); serr == nil {
+	if BridgeNetfilterLoaded() {
 		return nil
 	}
 	return fmt.Errorf("%w: modprobe: %v %s", ErrNoBridgeNetfilter, err, strings.TrimSpace(string(out)))
@@ -37,11 +44,12 @@ func LoadBridgeNetfilter() error {
 // BridgeNetfilter makes the bridge hand its bridged IPv4 and IPv6 traffic
 // to the host's inet hooks (the bridge options nf_call_iptables and
 // nf_call_ip6tables, whatever the node-wide sysctls
-// net.bridge.bridge-nf-call-ip(6)tables say). vishvananda/netlink does not
-// expose these options: the request is built here.
+// net.bridge.bridge-nf-call-ip(6)tables say), br_netfilter being loaded.
+// vishvananda/netlink does not expose these options: the request is built
+// here.
 func BridgeNetfilter(bridge netlink.Link) error {
-	if err := LoadBridgeNetfilter(); err != nil {
-		return err
+	if !BridgeNetfilterLoaded() {
+		return ErrNoBridgeNetfilter
 	}
 	on, err := bridgeNetfilterOn(bridge)
 	if err != nil || on {
