@@ -89,6 +89,12 @@ type PodInterface struct {
 	IPs           []string `json:"ips,omitempty"`
 }
 
+// MaxNetworkName is the longest name (and namespace) of a network object a
+// node can offer: its device carries the name in attributes, whose values
+// hold at most 64 characters (resource.k8s.io's DeviceAttributeMaxValueLength,
+// which this package does not import).
+const MaxNetworkName = 64
+
 // NetworkPolicy on netclass attachments (seed 002, KEP-5790).
 const (
 	// PolicyControllerLabel names the implementation a NetworkPolicy is for.

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
@@ -20,12 +21,17 @@ type Outcome struct {
 
 // Evaluate decides a Network's status from its ClusterNetwork (nil when missing) and every
 // object that may hold a segment (netspec.Holders: PodNetworks and the Networks of every
-// ClusterNetwork). Order: ClusterNetworkNotFound, TypeMismatch, SegmentConflict,
+// ClusterNetwork). Order: NameTooLong, ClusterNetworkNotFound, TypeMismatch, SegmentConflict,
 // InvalidConfig, ClusterNetworkNotReady, Ready. The config is published whenever it renders,
 // even while the ClusterNetwork has no ready node; it is informational: every node renders
 // the config it runs itself, from the same specs (conf/netspec).
 func Evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, holders []netspec.Holder) Outcome {
 	const t = netclassv1alpha1.ConditionReady
+	if len(net.Name) > contract.MaxNetworkName || len(net.Namespace) > contract.MaxNetworkName {
+		return Outcome{Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonNameTooLong,
+			fmt.Sprintf("%s/%s is longer than a node can offer: a network's namespace and name go in device attributes, which hold at most %d characters each",
+				net.Namespace, net.Name, contract.MaxNetworkName))}
+	}
 	if cn == nil {
 		return Outcome{Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonClusterNetworkNotFound,
 			fmt.Sprintf("ClusterNetwork %s does not exist", net.Spec.ClusterNetworkName))}

@@ -93,6 +93,7 @@ func TestEvaluate(t *testing.T) {
 	}{
 		{name: "ready", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionTrue, reason: "Ready", msgHas: "VLAN ID 100", config: true},
 		{name: "no cluster network", net: net("red", "nope", i32(100), nil), status: metav1.ConditionFalse, reason: "ClusterNetworkNotFound", msgHas: "nope"},
+		{name: "a name no node can offer", net: net(strings.Repeat("r", 65), "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionFalse, reason: "NameTooLong", msgHas: "at most 64"},
 		{name: "vni on vlan", net: net("red", "trunk", nil, i32(7)), cn: vlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vlanId"},
 		{name: "vlanId on vxlan", net: net("red", "overlay", i32(7), nil), cn: vxlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vni"},
 		{name: "segment taken", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), others: []*netclassv1alpha1.Network{older}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "tenant/first"},

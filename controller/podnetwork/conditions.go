@@ -15,13 +15,17 @@ import (
 )
 
 // ReadyCondition computes the Ready condition of a netclass.dev PodNetwork: disabled wins,
-// then invalid parameters (the message is the validation error, naming every bad field),
+// then a name no node can offer (NameTooLong), then invalid parameters (the message is the validation error, naming every bad field),
 // then a segment an older network object holds (SegmentConflict, netspec.Owner over
 // holders), then any other False condition a provider set (ConditionsNotReady), else Ready.
 func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) metav1.Condition {
 	if !pn.Spec.Enabled {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
 			multinetworkv1.PodNetworkReasonAdministrativelyDisabled, "spec.enabled is false")
+	}
+	if len(pn.Name) > contract.MaxNetworkName {
+		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse, netclassv1alpha1.ReasonNameTooLong,
+			fmt.Sprintf("the name has %d characters: a node offers a network by its name in device attributes, which hold at most %d", len(pn.Name), contract.MaxNetworkName))
 	}
 	if err := ValidateParameters(pn); err != nil {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,

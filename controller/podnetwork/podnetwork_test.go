@@ -45,6 +45,8 @@ func TestReadyCondition(t *testing.T) {
 		{name: "valid bridge", pn: pn("blue", true, bridgeParams), status: metav1.ConditionTrue, reason: "Ready"},
 		{name: "disabled wins over invalid", pn: pn("blue", false, `{"type":"nope"}`), status: metav1.ConditionFalse, reason: "AdministrativelyDisabled", msgHas: []string{"spec.enabled"}},
 		{name: "no parameters", pn: pn("blue", true, ""), status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"spec.parameters"}},
+		{name: "a name no node can offer", pn: pn(strings.Repeat("b", 65), true, bridgeParams), status: metav1.ConditionFalse, reason: "NameTooLong", msgHas: []string{"65 characters", "at most 64"}},
+		{name: "the longest name a node offers", pn: pn(strings.Repeat("b", 64), true, bridgeParams), status: metav1.ConditionTrue, reason: "Ready"},
 		{name: "unknown type", pn: pn("blue", true, `{"type":"bridge"}`), status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"type"}},
 		{
 			name:   "every bad field named",

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"reflect"
 
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -79,7 +78,7 @@ const (
 	ReasonNotReady          = "NotReady"
 	ReasonStaleReady        = "ReadyOutdated"
 	ReasonInvalidConfig     = "InvalidConfig"
-	ReasonNameTooLong       = "NameTooLong"
+	ReasonNameTooLong       = ncv1.ReasonNameTooLong
 	ReasonNodeNetworkAbsent = "NodeNetworkNotFound"
 	ReasonNodeNotReady      = "NodeNetworkNotReady"
 	ReasonMasterNotFound    = ncv1.ReasonMasterNotFound
@@ -201,9 +200,9 @@ func conditionText(c *metav1.Condition) string {
 
 // describe renders and checks the main-plugin configuration.
 func describe(ref attachment.NetworkRef, labels map[string]string, params []byte, clusterNetwork string) (Network, *Skip) {
-	if len(ref.Name) > resourceapi.DeviceAttributeMaxValueLength || len(ref.Namespace) > resourceapi.DeviceAttributeMaxValueLength {
+	if len(ref.Name) > contract.MaxNetworkName || len(ref.Namespace) > contract.MaxNetworkName {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNameTooLong,
-			Message: fmt.Sprintf("device attribute values are at most %d characters", resourceapi.DeviceAttributeMaxValueLength)}
+			Message: fmt.Sprintf("device attribute values are at most %d characters", contract.MaxNetworkName)}
 	}
 	conf, err := netconf.RenderParameters(ref.CNIName(), contract.CNIVersion, params)
 	if err != nil {

@@ -20,6 +20,10 @@ const (
 	// vni, the same vlanId on the same master, or the same bridge. PodNetworks
 	// use this reason too.
 	ReasonSegmentConflict = "SegmentConflict"
+	// ReasonNameTooLong: Ready=False, the object's name or namespace is
+	// longer than a device attribute holds (contract.MaxNetworkName), so no
+	// node can offer it. PodNetworks use this reason too.
+	ReasonNameTooLong = "NameTooLong"
 )
 
 // Network is a VLAN (vlanId) or VXLAN (vni) segment under a ClusterNetwork,
