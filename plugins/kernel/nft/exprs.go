@@ -161,17 +161,6 @@ func matchAddrInSet(v6, source bool, set string, setID uint32) []expr.Any {
 	}
 }
 
-// matchDportRange: `th dport <from>-<to>` (`th dport <from>` when equal).
-func matchDportRange(from, to uint16) []expr.Any {
-	if from == to {
-		return matchDport(from)
-	}
-	return []expr.Any{
-		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-		&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: binary.BigEndian.AppendUint16(nil, from), ToData: binary.BigEndian.AppendUint16(nil, to)},
-	}
-}
-
 // matchIfname: `iifname|oifname "name"`.
 func matchIfname(name string, input bool) []expr.Any {
 	if input {
