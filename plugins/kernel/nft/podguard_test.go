@@ -30,7 +30,7 @@ func TestPodGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := Guard{MAC: macA, CheckIPs: true, V4: []netip.Addr{ipA}, V6: []netip.Addr{linkLocalOf(t, a)}}
+	g := Guard{MAC: macA, CheckIPs: true, V4: []netip.Addr{ipA}, V6: []netip.Addr{a.LinkLocal(t, "net1")}}
 	inA(func(c *nftables.Conn) error { return InstallPodGuard(c, "net1", g, true) })
 	arrives := func(from, to *nstest.NS, src net.HardwareAddr, srcIP, dstIP netip.Addr, dst net.HardwareAddr) bool {
 		t.Helper()
@@ -81,19 +81,4 @@ func TestPodGuard(t *testing.T) {
 		t.Errorf("an opened interface: %v", err)
 	}
 	inA(func(c *nftables.Conn) error { return DeletePodGuard(c, "net1") })
-}
-
-func linkLocalOf(t *testing.T, n *nstest.NS) netip.Addr {
-	t.Helper()
-	addrs, err := n.Handle(t).AddrList(n.Link(t, "net1"), 10) // AF_INET6
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.IsLinkLocalUnicast() {
-			return ip
-		}
-	}
-	t.Fatal("no link-local address")
-	return netip.Addr{}
 }

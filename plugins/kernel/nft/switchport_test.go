@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/nftables"
-	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/conf/qos"
@@ -54,7 +53,7 @@ func newSwitchBed(t *testing.T, names ...string) *switchBed {
 		nstest.Veth(t, b.host, p.hostIf, "", p.ns, "eth0", p.ip.String()+"/24")
 		b.host.Bridge(t, "br0", p.hostIf)
 		p.mac = p.ns.Link(t, "eth0").Attrs().HardwareAddr
-		p.ll = linkLocal(t, p.ns)
+		p.ll = p.ns.LinkLocal(t, "eth0")
 		b.pods[n] = p
 	}
 	b.host.Do(t, func() error {
@@ -65,21 +64,6 @@ func newSwitchBed(t *testing.T, names ...string) *switchBed {
 		return link.BridgeNetfilter(br)
 	})
 	return b
-}
-
-func linkLocal(t *testing.T, n *nstest.NS) netip.Addr {
-	t.Helper()
-	addrs, err := n.Handle(t).AddrList(n.Link(t, "eth0"), netlink.FAMILY_V6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.IsLinkLocalUnicast() {
-			return ip
-		}
-	}
-	t.Fatal("eth0 has no link-local address")
-	return netip.Addr{}
 }
 
 // conn runs fn with a connection to the host's nftables.
