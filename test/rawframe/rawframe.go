@@ -51,7 +51,7 @@ func UDP(src, dst netip.AddrPort, payload []byte) ([]byte, uint16) {
 	s, d := src.Addr(), dst.Addr()
 	pseudo := append(append(s.AsSlice(), d.AsSlice()...), 0, unix.IPPROTO_UDP)
 	pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(udp)))
-	sum := checksum(append(pseudo, udp...))
+	sum := Checksum(append(pseudo, udp...))
 	if sum == 0 {
 		sum = 0xffff
 	}
@@ -67,7 +67,7 @@ func ipv4(src, dst netip.Addr, proto uint8, body []byte) []byte {
 	h = binary.BigEndian.AppendUint16(h, uint16(20+len(body)))
 	h = append(h, 0, 1, 0x40, 0, 64, proto, 0, 0)
 	h = append(append(h, src.AsSlice()...), dst.AsSlice()...)
-	binary.BigEndian.PutUint16(h[10:], checksum(h))
+	binary.BigEndian.PutUint16(h[10:], Checksum(h))
 	return append(h, body...)
 }
 
@@ -85,7 +85,7 @@ func ICMPv6(src, dst netip.Addr, typ, code uint8, body []byte) []byte {
 	msg := append([]byte{typ, code, 0, 0}, body...)
 	pseudo := append(append(src.AsSlice(), dst.AsSlice()...), 0, 0, 0, 0, 0, 0, 0, unix.IPPROTO_ICMPV6)
 	binary.BigEndian.PutUint32(pseudo[32:], uint32(len(msg)))
-	binary.BigEndian.PutUint16(msg[2:], checksum(append(pseudo, msg...)))
+	binary.BigEndian.PutUint16(msg[2:], Checksum(append(pseudo, msg...)))
 	h := ipv6(src, dst, unix.IPPROTO_ICMPV6, msg)
 	h[7] = 255 // NDP's hop limit
 	return h
@@ -98,7 +98,8 @@ func RouterAdvertisement(src netip.Addr) []byte {
 	return ICMPv6(src, netip.MustParseAddr("ff02::1"), 134, 0, body)
 }
 
-func checksum(b []byte) uint16 {
+// Checksum is the Internet checksum (RFC 1071) of b.
+func Checksum(b []byte) uint16 {
 	var sum uint32
 	for i := 0; i+1 < len(b); i += 2 {
 		sum += uint32(binary.BigEndian.Uint16(b[i:]))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
+
+	"github.com/netclass-dev/netclass/test/rawframe"
 )
 
 // ping sends one ICMP echo request with size bytes of payload from inside n to dst and waits up
@@ -74,20 +76,6 @@ func echoRequest(id, seq uint16, size int) []byte {
 	for i := range size {
 		msg[8+i] = byte(i)
 	}
-	binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+	binary.BigEndian.PutUint16(msg[2:], rawframe.Checksum(msg))
 	return msg
-}
-
-func checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }
