@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/qosagent"
 )
@@ -20,11 +21,11 @@ func TestAttachmentsHandler(t *testing.T) {
 		Policies: []string{"deny", "web"}, PolicyIgnored: errors.New("NetworkPolicy t1/web egress[0]: x")}}
 	rec := httptest.NewRecorder()
 	attachmentsHandler(func() []qosagent.Outcome { return outs }).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/attachments", nil))
-	var doc attachmentsDoc
+	var doc contract.DebugAttachments
 	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
 		t.Fatalf("%v: %s", err, rec.Body)
 	}
-	if doc.Version != AttachmentsVersion || len(doc.Attachments) != 1 {
+	if doc.Version != contract.DebugAttachmentsVersion || len(doc.Attachments) != 1 {
 		t.Fatalf("document %+v", doc)
 	}
 	a := doc.Attachments[0]

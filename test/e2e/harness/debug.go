@@ -12,23 +12,14 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
-	"github.com/netclass-dev/netclass/shim/daemon"
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/testbed"
 	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
 // AgentAttachment is one running attachment in netclass-dra's
 // /debug/attachments: what its agent's last completed sync applied.
-type AgentAttachment struct {
-	Pod             string   `json:"pod"` // namespace/name
-	Interface       string   `json:"interface"`
-	Network         string   `json:"network"`
-	NetworkQoS      []string `json:"networkQoS"`
-	NetworkPolicies []string `json:"networkPolicies"`
-	NotEnforced     string   `json:"notEnforced"`
-	QoSIgnored      string   `json:"qosIgnored"`
-	Error           string   `json:"error"`
-}
+type AgentAttachment = contract.DebugAttachment
 
 // Agent reads the daemon's /debug/attachments (on its health address, a
 // loopback port of its node's network namespace): every running attachment
@@ -55,15 +46,12 @@ func (d *DRA) Agent(ctx context.Context) ([]AgentAttachment, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("netclass-dra on node %s: GET /debug/attachments: %s", d.Node, resp.Status)
 	}
-	var doc struct {
-		Version     string            `json:"version"`
-		Attachments []AgentAttachment `json:"attachments"`
-	}
+	var doc contract.DebugAttachments
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments: %w", d.Node, err)
 	}
-	if doc.Version != daemon.AttachmentsVersion {
-		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments version %q, want %q", d.Node, doc.Version, daemon.AttachmentsVersion)
+	if doc.Version != contract.DebugAttachmentsVersion {
+		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments version %q, want %q", d.Node, doc.Version, contract.DebugAttachmentsVersion)
 	}
 	return doc.Attachments, nil
 }

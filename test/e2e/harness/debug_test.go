@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netclass-dev/netclass/shim/daemon"
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
@@ -28,7 +28,7 @@ func TestAgentOfANodeInItsNamespace(t *testing.T) {
 	netns.Do(t, func() (err error) { ln, err = net.Listen("tcp4", addr); return err })
 	doc := fmt.Sprintf(`{"version": %q, "attachments": [
 		{"pod": "a/web", "interface": "net1", "network": "PodNetwork blue", "networkPolicies": ["deny", "web"]},
-		{"pod": "a/client", "interface": "net1", "network": "PodNetwork blue", "networkQoS": ["gold"]}]}`, daemon.AttachmentsVersion)
+		{"pod": "a/client", "interface": "net1", "network": "PodNetwork blue", "networkQoS": ["gold"]}]}`, contract.DebugAttachmentsVersion)
 	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/attachments" {
 			http.NotFound(w, r)

@@ -1,0 +1,27 @@
+package contract
+
+// DebugAttachmentsVersion versions the document netclass-dra serves at
+// /debug/attachments on its health address.
+const DebugAttachmentsVersion = "netclass.dev/debug-attachments/v1"
+
+// DebugAttachments is /debug/attachments: what applies to each running
+// attachment of the node as of the node agent's last completed sync (the
+// kernel held that sync's rules before the document showed them).
+type DebugAttachments struct {
+	Version     string            `json:"version"`
+	Attachments []DebugAttachment `json:"attachments"`
+}
+
+// DebugAttachment is one running attachment of DebugAttachments.
+type DebugAttachment struct {
+	Pod             string   `json:"pod"` // namespace/name
+	Interface       string   `json:"interface"`
+	Network         string   `json:"network"`
+	NetworkQoS      []string `json:"networkQoS,omitempty"`
+	NetworkPolicies []string `json:"networkPolicies,omitempty"`
+	// NotEnforced lists the policy rules left out, QoSIgnored the QoS
+	// rules; Error says why the attachment does not hold its rules.
+	NotEnforced string `json:"notEnforced,omitempty"`
+	QoSIgnored  string `json:"qosIgnored,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
