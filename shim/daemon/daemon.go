@@ -43,8 +43,8 @@ import (
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/prepare"
 	"github.com/netclass-dev/netclass/shim/publish"
-	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/shim/render"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 	"github.com/netclass-dev/netclass/shim/status"
 )
 
@@ -103,7 +103,7 @@ type Daemon struct {
 	runtime         *nri.Plugin
 	prepare         *prepare.Plugin
 	nodeNets        *nodenetwork.Reporter
-	qos             *qosagent.Agent
+	qos             *ruleagent.Agent
 	events          record.EventBroadcaster
 	metrics         *metrics.DRA
 	agentMetrics    *metrics.Agent

@@ -5,11 +5,11 @@ import (
 	"net/http"
 
 	"github.com/netclass-dev/netclass/api/contract"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // attachmentsHandler serves the agent's last outcomes as JSON.
-func attachmentsHandler(outcomes func() []qosagent.Outcome) http.Handler {
+func attachmentsHandler(outcomes func() []ruleagent.Outcome) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		doc := contract.DebugAttachments{Version: contract.DebugAttachmentsVersion, Attachments: []contract.DebugAttachment{}}
 		for _, o := range outcomes() {

@@ -11,16 +11,16 @@ import (
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/attachment"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // /debug/attachments shows what applies to each attachment, versioned.
 func TestAttachmentsHandler(t *testing.T) {
-	outs := []qosagent.Outcome{{Pod: types.NamespacedName{Namespace: "t1", Name: "web"}, IfName: "net1",
+	outs := []ruleagent.Outcome{{Pod: types.NamespacedName{Namespace: "t1", Name: "web"}, IfName: "net1",
 		Network: attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}, Selected: []string{"gold"},
 		Policies: []string{"deny", "web"}, PolicyIgnored: errors.New("NetworkPolicy t1/web egress[0]: x")}}
 	rec := httptest.NewRecorder()
-	attachmentsHandler(func() []qosagent.Outcome { return outs }).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/attachments", nil))
+	attachmentsHandler(func() []ruleagent.Outcome { return outs }).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/attachments", nil))
 	var doc contract.DebugAttachments
 	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
 		t.Fatalf("%v: %s", err, rec.Body)

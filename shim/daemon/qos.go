@@ -18,8 +18,8 @@ import (
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/peers"
 	"github.com/netclass-dev/netclass/shim/policyevents"
-	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/shim/qosstatus"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // newQoSAgent builds the agent over the daemon's caches, NetworkQoS and
@@ -27,11 +27,11 @@ import (
 // whenever one of its inputs changes: a NetworkQoS, a NetworkPolicy, a
 // pod's labels, a namespace's labels, a claim (peer addresses), a pod
 // attached.
-func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *qosagent.Agent {
+func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *ruleagent.Agent {
 	resolver := peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(ctx, 10*time.Second)
 	}}
-	agent := qosagent.New(d.runtime, d.publisher,
+	agent := ruleagent.New(d.runtime, d.publisher,
 		qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		nodePods{d.podFac.Core().V1().Pods().Lister()},
 		resolver, qosport.SyncInterfaces)
@@ -44,7 +44,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		Now:     time.Now,
 	}
 	netpols := d.polFac.Networking().V1().NetworkPolicies()
-	agent.NetPol = &qosagent.NetPolicies{
+	agent.NetPol = &ruleagent.NetPolicies{
 		List: func(ns string) ([]*networkingv1.NetworkPolicy, error) {
 			return netpols.Lister().NetworkPolicies(ns).List(labels.Everything())
 		},
@@ -60,7 +60,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 	agent.Timed = d.agentMetrics.ObserveSync
 	statusWriter := &qosstatus.Background{Writer: status, Timeout: 10 * time.Second}
 	go statusWriter.Run(ctx)
-	agent.Observe = func(ctx context.Context, outs []qosagent.Outcome) {
+	agent.Observe = func(ctx context.Context, outs []ruleagent.Outcome) {
 		statusWriter.Observe(ctx, outs)
 		polEvents.Observe(outs)
 	}

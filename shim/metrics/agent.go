@@ -5,11 +5,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // Agent holds the metrics of the agent that keeps running attachments'
-// QoS and NetworkPolicy rules current (shim/qosagent). A nil *Agent
+// QoS and NetworkPolicy rules current (shim/ruleagent). A nil *Agent
 // records nothing.
 type Agent struct {
 	syncs       *prometheus.HistogramVec
@@ -56,11 +56,11 @@ func NewAgent(reg prometheus.Registerer) (*Agent, error) {
 }
 
 // ObserveSync records one sync and what it left.
-func (m *Agent) ObserveSync(took time.Duration, outs []qosagent.Outcome) {
+func (m *Agent) ObserveSync(took time.Duration, outs []ruleagent.Outcome) {
 	if m == nil {
 		return
 	}
-	m.syncs.WithLabelValues(ResultOf(qosagent.Errors(outs))).Observe(took.Seconds())
+	m.syncs.WithLabelValues(ResultOf(ruleagent.Errors(outs))).Observe(took.Seconds())
 	var held, failed, notEnforced int
 	for _, o := range outs {
 		switch {

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // A sync's duration goes by result; the attachments it left by state;
@@ -19,7 +19,7 @@ func TestAgentSyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ObserveSync(30*time.Millisecond, []qosagent.Outcome{
+	m.ObserveSync(30*time.Millisecond, []ruleagent.Outcome{
 		{Changed: true, PolicyChanged: true},
 		{PolicyChanged: true, PolicyIgnored: errors.New("egress[0]")},
 		{Err: errors.New("netns gone")},
@@ -28,7 +28,7 @@ func TestAgentSyncs(t *testing.T) {
 		testutil.ToFloat64(m.notEnforced); held != 2 || failed != 1 || ne != 1 {
 		t.Errorf("after the first sync: held %v, failed %v, not enforced %v; want 2, 1, 1", held, failed, ne)
 	}
-	m.ObserveSync(time.Millisecond, []qosagent.Outcome{{}, {}})
+	m.ObserveSync(time.Millisecond, []ruleagent.Outcome{{}, {}})
 	if n := histCount(t, reg, "netclass_agent_sync_duration_seconds", map[string]string{"result": Error}); n != 1 {
 		t.Errorf("failed syncs = %d", n)
 	}

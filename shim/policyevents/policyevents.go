@@ -14,7 +14,7 @@ import (
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // Recorder turns the agent's outcomes into Events. Use one per node
@@ -35,7 +35,7 @@ type Event struct {
 
 // Observe emits an Event for every problem of the outcomes that the
 // previous outcomes did not have.
-func (r *Recorder) Observe(outs []qosagent.Outcome) {
+func (r *Recorder) Observe(outs []ruleagent.Outcome) {
 	now := map[Event]bool{}
 	for _, ev := range Problems(r.Node, outs) {
 		now[ev] = true
@@ -52,7 +52,7 @@ func (r *Recorder) Observe(outs []qosagent.Outcome) {
 }
 
 // Problems lists the Events the outcomes call for.
-func Problems(node string, outs []qosagent.Outcome) []Event {
+func Problems(node string, outs []ruleagent.Outcome) []Event {
 	var out []Event
 	for _, o := range outs {
 		where := fmt.Sprintf("pod %s interface %s on network %s (node %s)", o.Pod, o.IfName, o.Network.String(), node)

@@ -14,20 +14,20 @@ import (
 
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/netpolicy"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 var blue = attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}
 
-func outcome(pod string, ignored, failed error, policies ...string) qosagent.Outcome {
-	return qosagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Network: blue,
+func outcome(pod string, ignored, failed error, policies ...string) ruleagent.Outcome {
+	return ruleagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Network: blue,
 		Policies: policies, PolicyIgnored: ignored, PolicyErr: failed}
 }
 
 func TestProblems(t *testing.T) {
 	left := errors.Join(&netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New(`named port "http"`)},
 		&netpolicy.RuleError{Namespace: "t1", Name: "b", Path: "ingress[2]", Err: errors.New("bad")})
-	got := Problems("n1", []qosagent.Outcome{
+	got := Problems("n1", []ruleagent.Outcome{
 		outcome("ok", nil, nil, "a"),
 		outcome("p", left, nil, "a", "b"),
 		outcome("q", nil, errors.New("netns gone"), "a", "c"),
@@ -52,7 +52,7 @@ func TestObserveReportsOnce(t *testing.T) {
 		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
 	}}
 	bad := outcome("p", &netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New("x")}, nil, "a")
-	for _, outs := range [][]qosagent.Outcome{{bad}, {bad}, {outcome("p", nil, nil, "a")}, {bad}} {
+	for _, outs := range [][]ruleagent.Outcome{{bad}, {bad}, {outcome("p", nil, nil, "a")}, {bad}} {
 		r.Observe(outs)
 	}
 	if n := len(rec.Events); n != 2 {
@@ -69,7 +69,7 @@ func TestObserveReportsOnce(t *testing.T) {
 // node, however many attachments it failed to select.
 func TestScopeProblemIsOneEvent(t *testing.T) {
 	scope := &netpolicy.RuleError{Namespace: "t1", Name: "s", Path: netpolicy.ScopePath, Err: errors.New(`"bleu" names no PodNetwork or Network`)}
-	got := Problems("n1", []qosagent.Outcome{outcome("p", scope, nil), outcome("q", scope, nil)})
+	got := Problems("n1", []ruleagent.Outcome{outcome("p", scope, nil), outcome("q", scope, nil)})
 	evs := map[Event]bool{}
 	for _, ev := range got {
 		evs[ev] = true

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // Background writes the node's entries out of the agent's sync: Observe
@@ -20,7 +20,7 @@ type Background struct {
 	Timeout time.Duration
 
 	mu     sync.Mutex
-	latest []qosagent.Outcome
+	latest []ruleagent.Outcome
 	dirty  bool
 	kick   chan struct{}
 	once   sync.Once
@@ -29,7 +29,7 @@ type Background struct {
 func (b *Background) init() { b.once.Do(func() { b.kick = make(chan struct{}, 1) }) }
 
 // Observe records a sync's outcomes for the next write.
-func (b *Background) Observe(_ context.Context, outs []qosagent.Outcome) {
+func (b *Background) Observe(_ context.Context, outs []ruleagent.Outcome) {
 	b.init()
 	b.mu.Lock()
 	b.latest, b.dirty = outs, true

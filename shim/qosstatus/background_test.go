@@ -9,7 +9,7 @@ import (
 
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // stuckClient is an API server that answers a status write only when
@@ -40,8 +40,8 @@ func TestBackgroundNeverHoldsTheSync(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go b.Run(ctx)
-	outs := func(n int) []qosagent.Outcome {
-		var o []qosagent.Outcome
+	outs := func(n int) []ruleagent.Outcome {
+		var o []ruleagent.Outcome
 		for range n {
 			o = append(o, out("a", nil, "web"))
 		}

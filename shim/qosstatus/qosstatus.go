@@ -20,7 +20,7 @@ import (
 
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // FieldManager is the field manager of a node's entries.
@@ -48,7 +48,7 @@ func (e Entry) Reason() string {
 // an attachment counts for every object that selects it once it holds the
 // rules; a failed one makes the entry ApplyFailed, its message naming the
 // first failed pod and how many failed.
-func Summarise(outs []qosagent.Outcome) map[types.NamespacedName]Entry {
+func Summarise(outs []ruleagent.Outcome) map[types.NamespacedName]Entry {
 	entries := map[types.NamespacedName]Entry{}
 	failed := map[types.NamespacedName]int{}
 	for _, o := range outs {
@@ -97,7 +97,7 @@ type Writer struct {
 
 // Write brings the node's entries to the outcomes: an entry per selecting
 // object, and no entry on objects that select nothing on the node any more.
-func (w *Writer) Write(ctx context.Context, outs []qosagent.Outcome) error {
+func (w *Writer) Write(ctx context.Context, outs []ruleagent.Outcome) error {
 	objs, err := w.Objects()
 	if err != nil {
 		return fmt.Errorf("list NetworkQoS: %w", err)

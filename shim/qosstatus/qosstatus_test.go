@@ -13,11 +13,11 @@ import (
 
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
-func out(pod string, err error, selected ...string) qosagent.Outcome {
-	return qosagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Selected: selected, QoSErr: err, Err: err}
+func out(pod string, err error, selected ...string) ruleagent.Outcome {
+	return ruleagent.Outcome{Pod: types.NamespacedName{Namespace: "t1", Name: pod}, IfName: "net1", Selected: selected, QoSErr: err, Err: err}
 }
 
 func TestSummarise(t *testing.T) {
@@ -25,7 +25,7 @@ func TestSummarise(t *testing.T) {
 	policyFailed := out("e", nil, "web") // its NetworkPolicy failed, its QoS holds
 	policyFailed.PolicyErr = errors.New("policy of net1: netns vanished")
 	policyFailed.Err = policyFailed.PolicyErr
-	got := Summarise([]qosagent.Outcome{
+	got := Summarise([]ruleagent.Outcome{
 		out("a", nil, "web", "all"), out("b", fail, "all"), out("c", nil), out("d", fail, "all"), policyFailed,
 	})
 	want := map[types.NamespacedName]Entry{
@@ -41,7 +41,7 @@ func TestSummarise(t *testing.T) {
 		}
 	}
 	long := errors.New(strings.Repeat("x", 2000))
-	if e := Summarise([]qosagent.Outcome{out("a", long, "web")})[types.NamespacedName{Namespace: "t1", Name: "web"}]; len(e.Failure) != maxMessage {
+	if e := Summarise([]ruleagent.Outcome{out("a", long, "web")})[types.NamespacedName{Namespace: "t1", Name: "web"}]; len(e.Failure) != maxMessage {
 		t.Errorf("a long failure is %d bytes, want the API's limit %d", len(e.Failure), maxMessage)
 	}
 }
@@ -74,7 +74,7 @@ func TestWriterWritesOnlyItsChangedEntries(t *testing.T) {
 	events := record.NewFakeRecorder(10)
 	w := &Writer{Node: "n1", Objects: func() ([]*ncv1.NetworkQoS, error) { return objs, nil },
 		Client: func(string) Client { return client }, Events: events, Now: time.Now}
-	err := w.Write(context.Background(), []qosagent.Outcome{
+	err := w.Write(context.Background(), []ruleagent.Outcome{
 		out("a", nil, "same", "more"), out("b", nil, "more"), out("c", errors.New("netns vanished"), "failing"),
 	})
 	if err != nil {

@@ -149,7 +149,7 @@ func setStateDirs(main map[string]any) {
 // network's parameters say): the pod's MAC and addresses are enforced (on
 // the host at a bridged port, in the pod at the interface's netdev hooks
 // otherwise), and the attachment passes nothing until the agent has put its
-// NetworkPolicy in place and opened it (qosagent.Guard), so a pod is never
+// NetworkPolicy in place and opened it (ruleagent.Guard), so a pod is never
 // up without its policy, whatever happens to the daemon.
 func setPortSecurity(main map[string]any) {
 	main["portSecurity"] = map[string]any{"spoofCheck": true, "startClosed": true}

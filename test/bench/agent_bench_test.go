@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
 // effectTarget bounds how long after an edit of an object every running
@@ -24,7 +24,7 @@ const targetEdits = 100
 // informer event triggers it, it waits out the debounce, then syncs), with
 // a benchmark waiting for its syncs.
 type liveAgent struct {
-	agent  *qosagent.Agent
+	agent  *ruleagent.Agent
 	synced chan agentSync
 }
 
@@ -32,16 +32,16 @@ type liveAgent struct {
 type agentSync struct {
 	end  time.Time
 	took time.Duration
-	outs []qosagent.Outcome
+	outs []ruleagent.Outcome
 }
 
 // runAgent runs the agent (its default debounce) until the benchmark ends
 // and returns once its first sync is done, with that sync's outcomes.
-func runAgent(b *testing.B, agent *qosagent.Agent) (*liveAgent, []qosagent.Outcome) {
+func runAgent(b *testing.B, agent *ruleagent.Agent) (*liveAgent, []ruleagent.Outcome) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &liveAgent{agent: agent, synced: make(chan agentSync, 1)}
-	agent.Timed = func(took time.Duration, outs []qosagent.Outcome) {
+	agent.Timed = func(took time.Duration, outs []ruleagent.Outcome) {
 		select { // the last thing a sync does: the inputs are the benchmark's again
 		case l.synced <- agentSync{end: time.Now(), took: took, outs: outs}:
 		case <-ctx.Done():

@@ -25,7 +25,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/peers"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
 
@@ -157,14 +157,14 @@ func BenchmarkNetworkPolicyHostileTenant(b *testing.B) {
 		}
 		return res
 	}
-	agent := qosagent.New(src, src, src, src, src, noQoS)
-	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: kernel, Peers: src}
+	agent := ruleagent.New(src, src, src, src, src, noQoS)
+	agent.NetPol = &ruleagent.NetPolicies{List: src.list, Kernel: kernel, Peers: src}
 	// netclass-dra's runtime limit in its DaemonSet (256 MiB, shim/memlimit)
 	limit, _ := memlimit.Parse(strconv.Itoa(256 << 20))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
-	sync := func() []qosagent.Outcome {
-		var outs []qosagent.Outcome
-		host.Do(b, func() error { outs = agent.Sync(context.Background()); return qosagent.Errors(outs) })
+	sync := func() []ruleagent.Outcome {
+		var outs []ruleagent.Outcome
+		host.Do(b, func() error { outs = agent.Sync(context.Background()); return ruleagent.Errors(outs) })
 		return outs
 	}
 	for _, o := range sync() {
@@ -199,7 +199,7 @@ func BenchmarkNetworkPolicyHostileTenant(b *testing.B) {
 	b.ReportMetric(heapMiB(), "heap-MiB")
 }
 
-func changedIn(outs []qosagent.Outcome, ns string) int {
+func changedIn(outs []ruleagent.Outcome, ns string) int {
 	n := 0
 	for _, o := range outs {
 		if o.Pod.Namespace == ns && o.PolicyChanged {

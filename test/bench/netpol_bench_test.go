@@ -24,7 +24,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/peers"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
 
@@ -124,8 +124,8 @@ func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
 // against netpolicy.Compile at the end.
 func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	host, src, pods := polNode(b)
-	agent := qosagent.New(src, src, src, src, src, noQoS)
-	agent.NetPol = &qosagent.NetPolicies{List: src.list, Kernel: inHost(host, podpolicy.Sync), Peers: src}
+	agent := ruleagent.New(src, src, src, src, src, noQoS)
+	agent.NetPol = &ruleagent.NetPolicies{List: src.list, Kernel: inHost(host, podpolicy.Sync), Peers: src}
 	live, outs := runAgent(b, agent) // the tables the pods start with
 	if err := firstSync(outs); err != nil {
 		b.Fatal(err)
@@ -199,8 +199,8 @@ func polNode(b *testing.B) (*nstest.NS, *polSources, []*nstest.NS) {
 }
 
 // noQoS is the agent's QoS kernel: no device has QoS, so it is never called.
-func noQoS(items []qosagent.Item) []qosagent.Result {
-	out := make([]qosagent.Result, len(items))
+func noQoS(items []ruleagent.Item) []ruleagent.Result {
+	out := make([]ruleagent.Result, len(items))
 	for i := range out {
 		out[i].Err = errors.New("QoS synced on a device without QoS")
 	}
@@ -313,11 +313,11 @@ func editPort(p *networkingv1.NetworkPolicy) {
 
 // firstSync checks that the first sync installed every attachment's table
 // with every rule.
-func firstSync(outs []qosagent.Outcome) error {
+func firstSync(outs []ruleagent.Outcome) error {
 	if len(outs) != polPods {
 		return fmt.Errorf("%d attachments synced, want %d", len(outs), polPods)
 	}
-	if err := qosagent.Errors(outs); err != nil {
+	if err := ruleagent.Errors(outs); err != nil {
 		return err
 	}
 	for _, o := range outs {
@@ -329,7 +329,7 @@ func firstSync(outs []qosagent.Outcome) error {
 }
 
 // selectedBy maps each policy to the pods it selects, as the agent saw it.
-func selectedBy(outs []qosagent.Outcome) map[string][]types.NamespacedName {
+func selectedBy(outs []ruleagent.Outcome) map[string][]types.NamespacedName {
 	m := map[string][]types.NamespacedName{}
 	for _, o := range outs {
 		for _, p := range o.Policies {
@@ -340,7 +340,7 @@ func selectedBy(outs []qosagent.Outcome) map[string][]types.NamespacedName {
 }
 
 // logSpread logs how many policies select a pod, at least and at most.
-func logSpread(b *testing.B, outs []qosagent.Outcome) {
+func logSpread(b *testing.B, outs []ruleagent.Outcome) {
 	least, most := polPolicies, 0
 	for _, o := range outs {
 		least, most = min(least, len(o.Policies)), max(most, len(o.Policies))
@@ -350,8 +350,8 @@ func logSpread(b *testing.B, outs []qosagent.Outcome) {
 
 // editSync checks that the sync after an edit of policy updated exactly
 // the pods it selects, and returns how many.
-func editSync(outs []qosagent.Outcome, policy string, selects map[string][]types.NamespacedName) (int, error) {
-	if err := qosagent.Errors(outs); err != nil {
+func editSync(outs []ruleagent.Outcome, policy string, selects map[string][]types.NamespacedName) (int, error) {
+	if err := ruleagent.Errors(outs); err != nil {
 		return 0, err
 	}
 	n := 0

@@ -18,7 +18,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
-	"github.com/netclass-dev/netclass/shim/qosagent"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
 
@@ -105,7 +105,7 @@ func BenchmarkQoSEdit100Attachments(b *testing.B) {
 		src.claims = append(src.claims, claim)
 		src.peers = append(src.peers, benchAddr(i))
 	}
-	agent := qosagent.New(src, src, src, src, src, inNamespace(host, qosport.SyncInterfaces))
+	agent := ruleagent.New(src, src, src, src, src, inNamespace(host, qosport.SyncInterfaces))
 	live, first := runAgent(b, agent) // the rules the pods start with
 	if err := allChanged(first); err != nil {
 		b.Fatal(err)
@@ -126,11 +126,11 @@ func BenchmarkQoSEdit100Attachments(b *testing.B) {
 
 // inNamespace runs the agent's kernel side in the host namespace (where
 // the bridge ports are), as netclass-dra runs in the node's.
-func inNamespace(host *nstest.NS, kernel qosagent.Kernel) qosagent.Kernel {
-	return func(items []qosagent.Item) []qosagent.Result {
-		var out []qosagent.Result
+func inNamespace(host *nstest.NS, kernel ruleagent.Kernel) ruleagent.Kernel {
+	return func(items []ruleagent.Item) []ruleagent.Result {
+		var out []ruleagent.Result
 		if err := host.Run(func() error { out = kernel(items); return nil }); err != nil {
-			out = make([]qosagent.Result, len(items))
+			out = make([]ruleagent.Result, len(items))
 			for i := range out {
 				out[i].Err = err
 			}
@@ -140,7 +140,7 @@ func inNamespace(host *nstest.NS, kernel qosagent.Kernel) qosagent.Kernel {
 }
 
 // allChanged checks that a sync updated every attachment's rules.
-func allChanged(outs []qosagent.Outcome) error {
+func allChanged(outs []ruleagent.Outcome) error {
 	if len(outs) != qosAttachments {
 		return fmt.Errorf("%d attachments synced, want %d", len(outs), qosAttachments)
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/peers"
-	"github.com/netclass-dev/netclass/shim/qosagent"
 	"github.com/netclass-dev/netclass/shim/render"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 )
@@ -112,7 +112,7 @@ func attachmentMatches(c *nftables.Conn, pod *corev1.Pod, dev checkpoint.Device,
 	if dev.QoS == nil {
 		return errors.New("the device has no recorded qos")
 	}
-	plan, _, _, err := qosagent.Desired(dev.QoS.Base, qs, render.Target{Namespace: pod.Namespace, PodLabels: pod.Labels, Network: net}, resolver)
+	plan, _, _, err := ruleagent.Desired(dev.QoS.Base, qs, render.Target{Namespace: pod.Namespace, PodLabels: pod.Labels, Network: net}, resolver)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package qosagent
+package ruleagent
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-// Package qosagent is netclass-dra's agent for the rules of running
+// Package ruleagent is netclass-dra's agent for the rules of running
 // attachments: it keeps the DSCP and metered rules of every attachment of
 // its node equal to what the objects say now — the NetworkQoS objects of
 // the pod's namespace, the pod's own labels (each pod of a shared claim
@@ -14,7 +14,7 @@
 // reads the kernel and changes nothing that is already right. Attachments
 // without addresses get their rules as well: nothing here needs the pod's
 // own IPs.
-package qosagent
+package ruleagent
 
 import (
 	"context"
