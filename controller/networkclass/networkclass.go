@@ -1,12 +1,17 @@
-// Package networkclass reconciles NetworkClasses: the Accepted condition says whether the
-// API server serves the class's Group/Version/Kind (through discovery) and whether netclass
-// implements it (PodNetwork and netclass.dev Network). Classes are looked at again
+// Package networkclass reconciles the NetworkClasses that are netclass's: those pointing at
+// PodNetwork or at a kind of the netclass.dev group. Their Accepted condition says whether
+// the API server serves the class's Group/Version/Kind (through discovery) and whether
+// netclass implements it (PodNetwork and netclass.dev Network). Other implementations'
+// classes are left alone (several implementations share a cluster); a stale Accepted
+// condition an older netclass wrote on one is removed. Classes are looked at again
 // periodically, since a CRD can be installed or removed at any time.
 package networkclass
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +49,13 @@ func Implemented() []schema.GroupVersionKind {
 		multinetworkv1.SchemeGroupVersion.WithKind("PodNetwork"),
 		netclassv1alpha1.SchemeGroupVersion.WithKind("Network"),
 	}
+}
+
+// Owns reports whether a class of gvk is netclass's to judge: PodNetwork (netclass is one of
+// its providers) or any kind of netclass's own API group (so a typo there is reported).
+func Owns(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == netclassv1alpha1.SchemeGroupVersion.Group ||
+		gvk.GroupKind() == multinetworkv1.SchemeGroupVersion.WithKind("PodNetwork").GroupKind()
 }
 
 // Controller is the NetworkClass reconciler.
@@ -88,6 +100,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 		return worker.Result{}, fmt.Errorf("get networkclass %s: %w", key, err)
 	}
 	gvk := schema.GroupVersionKind{Group: nc.Spec.Group, Version: nc.Spec.Version, Kind: nc.Spec.Kind}
+	if !Owns(gvk) {
+		return worker.Result{}, c.dropStaleCondition(ctx, nc)
+	}
 	resource, err := ServedResource(c.discovery, gvk)
 	if err != nil {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, EventDiscoveryFailed, "Looking up %s failed: %v", gvk, err)
@@ -121,6 +136,44 @@ func (c *Controller) updateStatus(ctx context.Context, nc *multinetworkv1.Networ
 		c.recorder.Event(out, typ, want.Reason, want.Message)
 	}
 	return nil
+}
+
+// dropStaleCondition removes the Accepted condition from a class that is not netclass's
+// when netclass wrote it (earlier netclass judged every class).
+func (c *Controller) dropStaleCondition(ctx context.Context, nc *multinetworkv1.NetworkClass) error {
+	if condition.Get(nc.Status.Conditions, multinetworkv1.NetworkClassConditionAccepted) == nil || !wroteAccepted(nc.ManagedFields) {
+		return nil
+	}
+	upd := nc.DeepCopy()
+	upd.Status.Conditions = slices.DeleteFunc(upd.Status.Conditions, func(c metav1.Condition) bool {
+		return c.Type == multinetworkv1.NetworkClassConditionAccepted
+	})
+	if _, err := c.client.MultinetworkV1().NetworkClasses().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager}); err != nil {
+		return fmt.Errorf("remove netclass's Accepted condition from networkclass %s: %w", nc.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Removed the Accepted condition from another implementation's class")
+	return nil
+}
+
+// wroteAccepted reports whether netclass's field manager owns the Accepted condition.
+func wroteAccepted(fields []metav1.ManagedFieldsEntry) bool {
+	for _, f := range fields {
+		if f.Manager != contract.FieldManager || f.Subresource != "status" || f.FieldsV1 == nil {
+			continue
+		}
+		var set struct {
+			Status struct {
+				Conditions map[string]json.RawMessage `json:"f:conditions"`
+			} `json:"f:status"`
+		}
+		if json.Unmarshal(f.FieldsV1.Raw, &set) != nil {
+			continue
+		}
+		if _, ok := set.Status.Conditions[`k:{"type":"Accepted"}`]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ServedResource asks discovery for the resource serving gvk; "" when the group/version

@@ -120,21 +120,26 @@ func testLeaderLease(t *testing.T, e *env, identity string) {
 }
 
 // testSeedYAML applies the seeds' NetworkClass and PodNetworks verbatim: other providers'
-// PodNetworks are left strictly alone, the OVN class is not served.
+// PodNetworks and the OVN-Kubernetes NetworkClass are left strictly alone.
 func testSeedYAML(t *testing.T, e *env) {
 	for _, f := range []string{"conf/crd/testdata/seed000-networkclass-ovn-kubernetes.yaml", "conf/crd/testdata/seed004-podnetwork-generic.yaml", "conf/crd/testdata/seed004-podnetwork-parameters.yaml"} {
 		e.apply.applyFile(t, e.ctx, f)
 	}
-	waitFor(t, e, "NetworkClass ovn-kubernetes KindNotServed", func(ctx context.Context) (*multinetworkv1.NetworkClass, error) {
-		return e.nc.MultinetworkV1().NetworkClasses().Get(ctx, "ovn-kubernetes", metav1.GetOptions{})
-	}, func(nc *multinetworkv1.NetworkClass) (bool, string) {
-		return hasCondition(nc.Status.Conditions, "Accepted", metav1.ConditionFalse, "KindNotServed", nc.Generation), describe(nc.Status.Conditions, "Accepted")
-	})
 	// A netclass PodNetwork created after the seed's is Ready: by then the controller has
 	// seen the seed's ones, and must not have touched them.
 	mine := e.name("after-seed")
 	e.createPodNetwork(t, mine, contract.Provider, bridgeParams("nctb-a"))
 	waitReady(t, e, mine, metav1.ConditionTrue, "Ready")
+	// The OVN class is another implementation's: no condition, no field of netclass's.
+	// A class of netclass's created after it is judged, so the controller has seen it.
+	waitNetworkClass(t, e, "multinetwork.networking.k8s.io", "v1", "PodNetwork", "Accepted")
+	ovn, err := e.nc.MultinetworkV1().NetworkClasses().Get(e.ctx, "ovn-kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ovn.Status.Conditions) > 0 || managedBy(ovn.ManagedFields, contract.FieldManager) {
+		t.Errorf("another implementation's NetworkClass was touched: %+v, managed fields %+v", ovn.Status.Conditions, ovn.ManagedFields)
+	}
 	for _, name := range []string{"net-dataplane", "dataplane"} {
 		p, err := e.nc.MultinetworkV1().PodNetworks().Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -146,10 +151,8 @@ func testSeedYAML(t *testing.T, e *env) {
 		if len(p.Finalizers) > 0 || (ready != nil && ready.Reason != "Pending") || condition.Get(p.Status.Conditions, "InUse") != nil {
 			t.Errorf("foreign PodNetwork %s was touched: finalizers %v, %s", name, p.Finalizers, describe(p.Status.Conditions, "Ready"))
 		}
-		for _, mf := range p.ManagedFields {
-			if mf.Manager == contract.FieldManager {
-				t.Errorf("foreign PodNetwork %s has fields managed by netclass.dev: %+v", name, mf)
-			}
+		if managedBy(p.ManagedFields, contract.FieldManager) {
+			t.Errorf("foreign PodNetwork %s has fields managed by netclass.dev: %+v", name, p.ManagedFields)
 		}
 	}
 }
@@ -158,27 +161,39 @@ func testNetworkClass(t *testing.T, e *env) {
 	for _, tc := range []struct{ group, version, kind, reason string }{
 		{"multinetwork.networking.k8s.io", "v1", "PodNetwork", "Accepted"},
 		{"netclass.dev", "v1alpha1", "Network", "Accepted"},
-		{"", "v1", "ConfigMap", "Unsupported"},
+		{"netclass.dev", "v1alpha1", "NetworkQoS", "Unsupported"},
 		{"netclass.dev", "v1", "Network", "KindNotServed"},
 	} {
-		name := e.name(strings.ToLower(tc.kind + "-" + tc.reason))
-		nc := &multinetworkv1.NetworkClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: multinetworkv1.NetworkClassSpec{Group: tc.group, Version: tc.version, Kind: tc.kind}}
-		if _, err := e.nc.MultinetworkV1().NetworkClasses().Create(e.ctx, nc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = e.nc.MultinetworkV1().NetworkClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
-		want := metav1.ConditionFalse
-		if tc.reason == "Accepted" {
-			want = metav1.ConditionTrue
-		}
-		waitFor(t, e, "NetworkClass "+name+" "+tc.reason, func(ctx context.Context) (*multinetworkv1.NetworkClass, error) {
-			return e.nc.MultinetworkV1().NetworkClasses().Get(ctx, name, metav1.GetOptions{})
-		}, func(nc *multinetworkv1.NetworkClass) (bool, string) {
-			return hasCondition(nc.Status.Conditions, "Accepted", want, tc.reason, nc.Generation), describe(nc.Status.Conditions, "Accepted")
-		})
+		waitNetworkClass(t, e, tc.group, tc.version, tc.kind, tc.reason)
 	}
+}
+
+// waitNetworkClass creates a NetworkClass of the Group/Version/Kind and waits for netclass's
+// Accepted condition with reason.
+func waitNetworkClass(t *testing.T, e *env, group, version, kind, reason string) {
+	t.Helper()
+	name := e.name(strings.ToLower(kind + "-" + reason))
+	nc := &multinetworkv1.NetworkClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: multinetworkv1.NetworkClassSpec{Group: group, Version: version, Kind: kind}}
+	if _, err := e.nc.MultinetworkV1().NetworkClasses().Create(e.ctx, nc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.nc.MultinetworkV1().NetworkClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	want := metav1.ConditionFalse
+	if reason == "Accepted" {
+		want = metav1.ConditionTrue
+	}
+	waitFor(t, e, "NetworkClass "+name+" "+reason, func(ctx context.Context) (*multinetworkv1.NetworkClass, error) {
+		return e.nc.MultinetworkV1().NetworkClasses().Get(ctx, name, metav1.GetOptions{})
+	}, func(nc *multinetworkv1.NetworkClass) (bool, string) {
+		return hasCondition(nc.Status.Conditions, "Accepted", want, reason, nc.Generation), describe(nc.Status.Conditions, "Accepted")
+	})
+}
+
+// managedBy reports whether manager owns any field of the object.
+func managedBy(fields []metav1.ManagedFieldsEntry, manager string) bool {
+	return slices.ContainsFunc(fields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == manager })
 }
 
 func testPodNetworkLifecycle(t *testing.T, e *env) {
