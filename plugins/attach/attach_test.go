@@ -73,6 +73,37 @@ func TestStore(t *testing.T) {
 	}
 }
 
+// Records carry their format version; unversioned ones (written before the field) read
+// as version 1, later versions are refused with the version named.
+func TestRecordVersion(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if err := s.Put(&Record{Network: "blue", ContainerID: "c1", IfName: "net1"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(s.Dir, "blue", "c1.net1.json"))
+	if err != nil || !strings.Contains(string(data), `"version":1`) {
+		t.Fatalf("written record %s (%v) has no version 1", data, err)
+	}
+	for _, tc := range []struct {
+		file, want string // want: "" = read as version 1, else an error containing it
+	}{
+		{`{"network":"blue","containerID":"c2","ifname":"net1"}`, ""},
+		{`{"version":1,"network":"blue","containerID":"c2","ifname":"net1"}`, ""},
+		{`{"version":2,"network":"blue","containerID":"c2","ifname":"net1"}`, "format version 2"},
+	} {
+		if err := os.WriteFile(filepath.Join(s.Dir, "blue", "c2.net1.json"), []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Get("blue", "c2", "net1")
+		switch {
+		case tc.want == "" && (err != nil || r == nil || r.Version != RecordVersion):
+			t.Errorf("%s: %+v, %v; want version %d", tc.file, r, err, RecordVersion)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want one containing %q", tc.file, err, tc.want)
+		}
+	}
+}
+
 func TestUndoRunsInReverseAndReports(t *testing.T) {
 	var order []int
 	var u Undo

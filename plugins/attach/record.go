@@ -16,10 +16,18 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
+// RecordVersion is the version of the record format this code writes. Records
+// without a version (written before the field existed) have the same fields and
+// are read as version 1; a record of a later version is refused, naming it,
+// rather than half-understood.
+const RecordVersion = 1
+
 // Record describes one attachment of a network to a container. It is
 // written before the first kernel object is created and removed after the
 // last one is gone, so a crash between the two leaves something GC finds.
 type Record struct {
+	// Version is the record format's version (RecordVersion when written).
+	Version     int    `json:"version,omitempty"`
 	Network     string `json:"network"`
 	Plugin      string `json:"plugin"`
 	ContainerID string `json:"containerID"`
@@ -67,6 +75,7 @@ func (s Store) Put(r *Record) error {
 	if err != nil {
 		return err
 	}
+	r.Version = RecordVersion
 	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode record of %s/%s: %w", r.ContainerID, r.IfName, err)
@@ -133,6 +142,10 @@ func readRecord(p string) (*Record, error) {
 	if err := json.Unmarshal(data, r); err != nil {
 		return nil, fmt.Errorf("decode record %s: %w", p, err)
 	}
+	if r.Version > RecordVersion {
+		return nil, fmt.Errorf("record %s has format version %d, written by a newer netclass; this plugin reads up to version %d", p, r.Version, RecordVersion)
+	}
+	r.Version = RecordVersion
 	return r, nil
 }
 
