@@ -1,7 +1,7 @@
 // Package api is the root of netclass's Kubernetes API types:
 //
 //   - multinetwork/v1 (group multinetwork.networking.k8s.io): NetworkClass and
-//     PodNetwork, the kinds of the multi-network proposals, in the seeds' shapes.
+//     PodNetwork, the kinds of the multi-network proposals, in the proposals' shapes.
 //   - netclass/v1alpha1 (group netclass.dev): ClusterNetwork, NodeNetwork,
 //     Network and NetworkQoS.
 //   - contract: the names and shapes netclass's parts agree on (driver name,

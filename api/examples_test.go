@@ -17,7 +17,7 @@ import (
 )
 
 // allowedUnknown are the strict-decoding errors a manifest is known to
-// produce against the Go types: seed 004 writes "lastProbeTime" in its
+// produce against the Go types: the Multi-Network DRA design writes "lastProbeTime" in its
 // status conditions, a field metav1.Condition does not have.
 var allowedUnknown = map[string][]string{
 	"seed004-podnetwork-generic.yaml":    {`unknown field "status.conditions[0].lastProbeTime"`},

@@ -3,7 +3,7 @@
 // attributes of its ResourceSlices, the data of its ResourceClaim status
 // entries and the opaque AttachmentConfig a claim or DeviceClass passes to
 // the driver. netclass-controller, netclass-dra and the tests take these from
-// here (DESIGN.md; a test of this package holds the rest of the repository to
+// here (README.md of this package; a test of it holds the rest of the repository to
 // it). It holds constants and types only: parsing and validation belong to
 // their consumers (shim/attachment is the node's parser). It imports no
 // Kubernetes package, so pure packages (conf/demo) can use it: the attribute
@@ -32,7 +32,7 @@ const (
 	CNIVersion = "1.1.0"
 )
 
-// Standard device attributes of the NetworkClass proposal (seed 000). A device
+// Standard device attributes of the NetworkClass proposal. A device
 // that attaches pods to a network carries them in its ResourceSlice.
 const (
 	// StandardAttributeDomain is the domain of the standard attributes, as a
@@ -50,7 +50,7 @@ const (
 
 // Device attributes netclass publishes besides the standard ones.
 const (
-	// AttributePodNetwork is seed 004's "<driver>/podNetwork" form.
+	// AttributePodNetwork is the Multi-Network DRA design's "<driver>/podNetwork" form.
 	AttributePodNetwork = DriverName + "/podNetwork"
 	// AttributeType is the main plugin type (netclass-bridge, netclass-vxlan, …).
 	AttributeType = DriverName + "/type"
@@ -67,7 +67,7 @@ const (
 )
 
 // ClaimStatusData is the data of every status.devices[] entry of the driver in
-// a ResourceClaim (seeds 000 and 004): the network object the device attaches
+// a ResourceClaim (the NetworkClass proposal and the Multi-Network DRA design): the network object the device attaches
 // to and its NetworkClass.
 type ClaimStatusData struct {
 	PodNetwork string `json:"podNetwork"`
@@ -95,7 +95,7 @@ type PodInterface struct {
 // which this package does not import).
 const MaxNetworkName = 64
 
-// NetworkPolicy on netclass attachments (seed 002, KEP-5790).
+// NetworkPolicy on netclass attachments (KEP-5790).
 const (
 	// PolicyControllerLabel names the implementation a NetworkPolicy is for.
 	PolicyControllerLabel = "networking.k8s.io/policy-controller-name"

@@ -53,7 +53,7 @@ func TestAttributes(t *testing.T) {
 	}
 }
 
-// The claim status data has the seeds' keys; a cluster-scoped network has no
+// The claim status data has the proposals' keys; a cluster-scoped network has no
 // namespace key; netclass's one addition, pods, is there only for a claim
 // several pods share.
 func TestClaimStatusData(t *testing.T) {

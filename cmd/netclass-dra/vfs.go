@@ -6,7 +6,7 @@ import (
 )
 
 // sysfsVFs lists a PF's VFs through plugins/kernel/sysfs, the one package
-// that reads SR-IOV state from sysfs (DESIGN.md); its root moves with
+// that reads SR-IOV state from sysfs (api/contract/README.md); its root moves with
 // NETCLASS_SYSFS_ROOT like the plugins'. The shim itself never links the
 // plugins: their logic runs only as executed binaries. VFs handed to
 // userspace (vfio-pci) are not offered: netclass-sriov attaches netdevs.

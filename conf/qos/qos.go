@@ -4,7 +4,7 @@
 // pure: no syscalls, no netlink.
 package qos
 
-// Spec is the `qos` block of a plugin configuration (DESIGN.md).
+// Spec is the `qos` block of a plugin configuration (README.md, "The qos block").
 //
 // Rates and bursts of the attachment follow the upstream bandwidth plugin:
 // rates in bits per second, bursts in bits. Rule bandwidth follows NetworkQoS:

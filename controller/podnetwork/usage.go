@@ -19,7 +19,8 @@ type deviceID struct{ pool, device string }
 type DeviceNetworks map[deviceID]string
 
 // SliceDevices reads the PodNetwork attribute of every netclass.dev device in slices:
-// resource.kubernetes.io/podNetwork (seed 000), else netclass.dev/podNetwork (seed 004).
+// resource.kubernetes.io/podNetwork (the NetworkClass proposal), else
+// netclass.dev/podNetwork (the Multi-Network DRA design).
 func SliceDevices(slices []*resourceapi.ResourceSlice) DeviceNetworks {
 	out := DeviceNetworks{}
 	for _, s := range slices {

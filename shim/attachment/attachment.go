@@ -30,7 +30,7 @@ func (r NetworkRef) String() string {
 }
 
 // CNIName is the CNI network name of the object: its name for cluster-scoped
-// kinds (DESIGN.md), "<namespace>_<name>" for namespaced ones. "_" cannot occur
+// kinds, "<namespace>_<name>" for namespaced ones. "_" cannot occur
 // in Kubernetes names, so the two never collide.
 func (r NetworkRef) CNIName() string {
 	if r.Namespace == "" {

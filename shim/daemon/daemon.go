@@ -48,7 +48,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/status"
 )
 
-// Config is everything the daemon needs; the flags of DESIGN.md map onto it.
+// Config is everything the daemon needs; the flags of api/contract/README.md map onto it.
 type Config struct {
 	RestConfig *rest.Config
 	NodeName   string

@@ -1,5 +1,5 @@
 // Package nodedevices is netclass-dra's node engine: it sets the node up for
-// the networks offered on it and tears that down when they go (seed 001).
+// the networks offered on it and tears that down when they go (the engine model).
 // For every netclass-vxlan network usable on the node it makes the VNI's
 // VXLAN device and bridge exist, tagged as the node daemon's, with flood
 // entries exactly the network's remotes — so pods already running reach a

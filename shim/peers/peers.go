@@ -1,6 +1,6 @@
 // Package peers resolves the pod and namespace selectors of a NetworkQoS
 // destination to the addresses the selected pods have on a network, as their
-// claims' status reports them (DESIGN.md: selectors are resolved by the shim
+// claims' status reports them (selectors are resolved by netclass-dra
 // before a rule reaches a plugin). The result is a snapshot taken when a pod
 // is prepared.
 package peers

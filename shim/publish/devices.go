@@ -1,6 +1,6 @@
 // Package publish advertises netclass's networks to the scheduler: one DRA
 // device per network offered on the node, in ResourceSlices of the node's
-// pool (DESIGN.md "ResourceSlices"). Building devices and slices is pure; the
+// pool (shim/README.md, "What it publishes"). Building devices and slices is pure; the
 // Publisher recomputes them when the network objects change and hands them to
 // the kubelet plugin helper's ResourceSlice controller.
 package publish
@@ -89,7 +89,7 @@ func sanitize(s string) string {
 	return out
 }
 
-// Attributes are the device attributes of a network (DESIGN.md).
+// Attributes are the device attributes of a network (api/contract/README.md).
 func Attributes(n network.Network) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		contract.AttributeStdPodNetwork:   str(n.Ref.Name),

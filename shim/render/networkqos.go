@@ -29,7 +29,7 @@ type Target struct {
 
 // Rules compiles the NetworkQoS objects of the pod's namespace that select the
 // pod and the network into qos egress rules. A rule's priority is the object's
-// priority × 20 plus the rule's index (seed 003: later rules and higher
+// priority × 20 plus the rule's index (OKEP-4380: later rules and higher
 // priorities win, without collisions). A rule whose destinations resolve to no
 // address is dropped: an empty destination list would match everything.
 // selected names the objects that select the pod on the network.

@@ -20,7 +20,7 @@ func cluster(e *harness.Env) conformance.Cluster {
 	return conformance.Cluster{Rest: e.Rest, Kube: e.Kube, Node: e.Node}
 }
 
-// netclass passes the seed 000 checks with a PodNetwork (netclass-bridge).
+// netclass passes the NetworkClass proposal's checks with a PodNetwork (netclass-bridge).
 func TestNetclassPodNetwork(t *testing.T) {
 	e := harness.Shared(t)
 	class := e.Class(t, harness.PodNetworkKind)
@@ -46,7 +46,7 @@ func TestNetclassPodNetwork(t *testing.T) {
 	}
 }
 
-// netclass passes the seed 000 checks with a namespaced Network (netclass-vxlan).
+// netclass passes the NetworkClass proposal's checks with a namespaced Network (netclass-vxlan).
 func TestNetclassNetwork(t *testing.T) {
 	e := harness.Shared(t)
 	class := e.Class(t, harness.NetworkKind)

@@ -1,5 +1,5 @@
 // Package conformance implements the conformance checks of the NetworkClass
-// proposal (shared/seeds/000, "Conformance Tests") as Go tests that any
+// proposal (its "Conformance Tests" section) as Go tests that any
 // multi-network implementation can run against its cluster: give Run the
 // NetworkClass, the DeviceClass selecting its devices, the DRA driver name and
 // network objects of the class's kind, and it checks

@@ -119,7 +119,7 @@ func testLeaderLease(t *testing.T, e *env, identity string) {
 	}, func(h string) (bool, string) { return h == identity, "holder " + h })
 }
 
-// testSeedYAML applies the seeds' NetworkClass and PodNetworks verbatim: other providers'
+// testSeedYAML applies the proposals' NetworkClass and PodNetworks verbatim: other providers'
 // PodNetworks and the OVN-Kubernetes NetworkClass are left strictly alone.
 func testSeedYAML(t *testing.T, e *env) {
 	for _, f := range []string{"conf/crd/testdata/seed000-networkclass-ovn-kubernetes.yaml", "conf/crd/testdata/seed004-podnetwork-generic.yaml", "conf/crd/testdata/seed004-podnetwork-parameters.yaml"} {

@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// PodNetwork condition types and reasons (seed 004). The provider named in
+// PodNetwork condition types and reasons (the Multi-Network DRA design). The provider named in
 // spec.provider owns their life cycle.
 const (
 	// PodNetworkConditionReady says that the PodNetwork is correct (validated)

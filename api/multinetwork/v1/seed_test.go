@@ -14,7 +14,7 @@ import (
 	v1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 )
 
-// seedLastProbeTime is the one field of the seed 004 examples that the Go
+// seedLastProbeTime is the one field of the Multi-Network DRA design's examples that the Go
 // types do not have: their status conditions carry "lastProbeTime: null",
 // which metav1.Condition lacks (see PodNetworkStatus.Conditions).
 const seedLastProbeTime = `unknown field "status.conditions[0].lastProbeTime"`

@@ -2,7 +2,7 @@
 //
 //   - ClusterNetwork (cluster-scoped): an admin's VLAN or VXLAN network model
 //     (plugin type, default options, the nodes it may exist on, default IPAM
-//     and QoS), after the engine model of seed 001.
+//     and QoS), after the proposals' engine model (api/contract/README.md).
 //   - NodeNetwork (cluster-scoped): one per (ClusterNetwork, node); the node
 //     daemon reports in its status whether the node can carry the network.
 //   - Network (namespaced): a VLAN ID or VNI under a ClusterNetwork, rendered

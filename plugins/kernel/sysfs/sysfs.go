@@ -12,7 +12,7 @@
 // sysfs at hard-coded /sys paths, its one way to read another tree is a
 // package variable (filesystem.Fs) that only some of its functions go
 // through, and its fake filesystem deletes the directory it is given, so
-// NETCLASS_SYSFS_ROOT (DESIGN.md) could only be kept by swapping a global
+// NETCLASS_SYSFS_ROOT (api/contract/README.md) could only be kept by swapping a global
 // under a lock around each call; it covers two of the reads here (a VF's
 // PF, a device's netdevs), not the PF lookup (GetPciFromNetDevice loops
 // forever on a netdev without a PCI device), numvfs/totalvfs, a PF's VF

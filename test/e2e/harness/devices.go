@@ -95,7 +95,7 @@ func (e *Env) WaitDeviceOn(t testing.TB, node, class, namespace, name string, pr
 }
 
 // ForeignSlice publishes a hand-made ResourceSlice of another driver on the
-// node, with a device that has none of netclass's attributes (the seeds'
+// node, with a device that has none of netclass's attributes (the proposals'
 // bare selectors fail on it); it is deleted when the test ends.
 func (e *Env) ForeignSlice(t testing.TB) string {
 	t.Helper()
