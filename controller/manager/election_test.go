@@ -37,7 +37,7 @@ func start(ctx context.Context, t *testing.T, kube *kubefake.Clientset, nc *ncfa
 }
 
 func (in *instance) readyMsg() string {
-	msg, err := in.cl.probes.ready()
+	msg, err := in.cl.probes.Ready()
 	if err != nil {
 		return ""
 	}
@@ -54,7 +54,7 @@ func TestLeaderAndStandbyAreReady(t *testing.T) {
 	a := start(ctx, t, kube, nc, "a")
 	for a.readyMsg() != "leading, caches synced" {
 		if ctx.Err() != nil {
-			_, err := a.cl.probes.ready()
+			_, err := a.cl.probes.Ready()
 			t.Fatalf("the first instance never led with synced caches: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond) // polling the probe: leader election has no event to wait on
@@ -62,7 +62,7 @@ func TestLeaderAndStandbyAreReady(t *testing.T) {
 	b := start(ctx, t, kube, nc, "b")
 	for b.readyMsg() != "standing by: a leads" {
 		if ctx.Err() != nil {
-			_, err := b.cl.probes.ready()
+			_, err := b.cl.probes.Ready()
 			t.Fatalf("the second instance never stood by: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -1,19 +1,14 @@
 package manager
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/netclass-dev/netclass/controller/metrics"
+	"github.com/netclass-dev/netclass/internal/endpoints"
 )
 
 type fakeElector struct {
@@ -65,7 +60,7 @@ func TestReadyz(t *testing.T) {
 			}
 			p.synced.Store(c.synced)
 			mux := http.NewServeMux()
-			p.add(mux)
+			endpoints.AddProbes(mux, p)
 			code, body := get(t, mux, "/readyz")
 			if code != c.want || !strings.Contains(body, c.body) {
 				t.Errorf("/readyz = %d %q, want %d containing %q", code, body, c.want, c.body)
@@ -79,7 +74,7 @@ func TestHealthz(t *testing.T) {
 	e := &fakeElector{leading: true, leader: "me"}
 	p := &probes{elect: true}
 	mux := http.NewServeMux()
-	p.add(mux)
+	endpoints.AddProbes(mux, p)
 	if code, _ := get(t, mux, "/healthz"); code != 200 {
 		t.Errorf("before the election: /healthz %d", code)
 	}
@@ -90,67 +85,5 @@ func TestHealthz(t *testing.T) {
 	e.stale = true
 	if code, body := get(t, mux, "/healthz"); code != 503 || !strings.Contains(body, "renew") {
 		t.Errorf("stale leader: /healthz %d %q", code, body)
-	}
-}
-
-func TestEndpointsServeProbesAndMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.NewManager(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.SetLeader(true)
-	p := &probes{}
-	p.synced.Store(true)
-	one := endpoints(":9812", ":9812", p, reg)
-	if len(one) != 1 {
-		t.Fatalf("%d servers for one address", len(one))
-	}
-	if code, body := get(t, one[0].mux, "/metrics"); code != 200 || !strings.Contains(body, "netclass_controller_leader 1") {
-		t.Errorf("/metrics %d:\n%s", code, body)
-	}
-	if code, _ := get(t, one[0].mux, "/readyz"); code != 200 {
-		t.Errorf("/readyz %d", code)
-	}
-	two := endpoints("127.0.0.1:0", "127.0.0.1:0", p, reg)
-	if len(two) != 1 {
-		t.Errorf("equal addresses, %d servers", len(two))
-	}
-	if eps := endpoints("", "", p, reg); len(eps) != 0 {
-		t.Errorf(`"" serves %d endpoints`, len(eps))
-	}
-
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	if _, err := serve(context.Background(), endpoints("127.0.0.1:0", busy.Addr().String(), p, reg)); err == nil ||
-		!strings.Contains(err.Error(), "metrics on "+busy.Addr().String()) {
-		t.Errorf("a busy port: %v", err)
-	}
-
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := free.Addr().String()
-	free.Close()
-	stop, err := serve(context.Background(), endpoints(addr, addr, p, reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "netclass_controller_leader 1") {
-		t.Errorf("served /metrics:\n%s", body)
-	}
-	stop()
-	if _, err := http.Get("http://" + addr + "/readyz"); err == nil {
-		t.Error("the server answers after stop")
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/netclass-dev/netclass/controller/networkqos"
 	"github.com/netclass-dev/netclass/controller/nodeindex"
 	"github.com/netclass-dev/netclass/controller/podnetwork"
+	"github.com/netclass-dev/netclass/internal/endpoints"
 )
 
 // Defaults of Options.
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("register metrics: %w", err)
 	}
 	cl := clients{kube: kube, nc: nc, probes: &probes{elect: opts.LeaderElect}, metrics: m}
-	stopServing, err := serve(ctx, endpoints(opts.HealthAddress, opts.MetricsAddress, cl.probes, reg))
+	stopServing, err := endpoints.Serve(ctx, endpoints.New(opts.HealthAddress, opts.MetricsAddress, cl.probes, reg))
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	"github.com/netclass-dev/netclass/internal/endpoints"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
@@ -290,17 +291,17 @@ func (d *Daemon) plugins(ctx context.Context) {
 // Run serves until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	eps := endpoints(d.cfg.HealthAddress, d.cfg.MetricsAddress, d.registered, d.runtime.Responsive, d.registry)
+	eps := endpoints.New(d.cfg.HealthAddress, d.cfg.MetricsAddress, probes{ready: d.registered, live: d.runtime.Responsive}, d.registry)
 	for _, e := range eps {
-		if e.addr == d.cfg.HealthAddress { // loopback by default: names of pods and policies
-			e.mux.Handle("GET /debug/attachments", attachmentsHandler(d.qos.Outcomes))
+		if e.Addr == d.cfg.HealthAddress { // loopback by default: names of pods and policies
+			e.Mux.Handle("GET /debug/attachments", attachmentsHandler(d.qos.Outcomes))
 		}
 	}
-	listeners, err := listen(eps)
+	stopServing, err := endpoints.Serve(ctx, eps)
 	if err != nil {
 		return err
 	}
-	defer serve(ctx, eps, listeners)()
+	defer stopServing()
 	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
 	defer d.events.Shutdown()
 	d.factory.Start(ctx.Done())
