@@ -66,7 +66,7 @@ type DRA struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan struct{}
+	exited <-chan struct{}
 	// health is the running daemon's health address: a free loopback port
 	// of its node's network namespace, picked at each launch (Agent reads
 	// /debug/attachments there).
@@ -106,11 +106,10 @@ func (d *DRA) launchLocked() (int64, error) {
 	}
 	cmd := d.On.Command(d.Bin, d.Args()...)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	exited, err := startTied(cmd)
+	if err != nil {
 		return 0, fmt.Errorf("start netclass-dra: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
 	d.cmd, d.exited = cmd, exited
 	return offset, nil
 }
