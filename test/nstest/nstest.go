@@ -7,12 +7,13 @@ package nstest
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"testing"
 
+	"github.com/netclass-dev/netclass/demo/traffic"
+	kernelnetns "github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -52,58 +53,18 @@ func New(t testing.TB) *NS {
 }
 
 // Create makes a named namespace with lo up (for programs outside tests,
-// such as the demo, which delete it themselves).
+// such as the demo, which delete it themselves): demo/traffic's.
 func Create(name string) (*NS, error) {
-	if err := create(name); err != nil {
-		return nil, fmt.Errorf("create netns %q: %w", name, err)
-	}
-	n := &NS{Name: name, Path: "/var/run/netns/" + name}
-	err := n.Run(func() error {
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		return netlink.LinkSetUp(lo)
-	})
+	n, err := traffic.CreateNS(name)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("set lo up in %q: %w", name, err), n.Delete())
+		return nil, err
 	}
-	return n, nil
+	return &NS{Name: n.Name, Path: n.Path}, nil
 }
 
 // Delete removes the namespace (and every link inside it); one already
 // deleted is success.
-func (n *NS) Delete() error {
-	if err := netns.DeleteNamed(n.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("delete netns %q: %w", n.Name, err)
-	}
-	return nil
-}
-
-// create makes the named namespace without leaving the calling thread in it.
-func create(name string) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	h, err := netns.NewNamed(name)
-	if err != nil {
-		// NewNamed may have switched before failing: restore or lose the thread.
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		return err
-	}
-	h.Close()
-	if err := netns.Set(orig); err != nil {
-		return fmt.Errorf("return to the original netns: %w", err) // thread stays locked and dies
-	}
-	runtime.UnlockOSThread()
-	return nil
-}
+func (n *NS) Delete() error { return kernelnetns.DeleteNamed(n.Name) }
 
 // Do runs fn with the calling goroutine's thread inside the namespace.
 func (n *NS) Do(t testing.TB, fn func() error) {
@@ -114,7 +75,9 @@ func (n *NS) Do(t testing.TB, fn func() error) {
 }
 
 // Run is Do returning the error instead of failing the test, for use from
-// goroutines other than the test's.
+// goroutines other than the test's. Unlike plugins/kernel/netns.Do, which
+// runs fn on a goroutine of its own, it runs fn on the calling goroutine, so
+// fn may call t.Fatal.
 func (n *NS) Run(fn func() error) error {
 	runtime.LockOSThread()
 	orig, err := netns.Get()

@@ -6,8 +6,11 @@ package netns
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netns"
 )
 
 // ErrNotFound reports that the namespace no longer exists (the pod is gone).
@@ -49,4 +52,43 @@ func Current() (ns.NetNS, error) {
 		return nil, fmt.Errorf("open current netns: %w", err)
 	}
 	return cur, nil
+}
+
+// NamedPath is where `ip netns` keeps the named namespace name.
+func NamedPath(name string) string { return "/var/run/netns/" + name }
+
+// CreateNamed makes the named namespace (as `ip netns add`) without leaving
+// the calling thread in it, and returns its path. It is for the demo and the
+// tests, which make the namespaces of their "nodes" and "pods".
+func CreateNamed(name string) (string, error) {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return "", fmt.Errorf("create netns %q: %w", name, err)
+	}
+	defer orig.Close()
+	h, err := netns.NewNamed(name)
+	if err != nil {
+		// NewNamed may have switched before failing: restore or lose the thread.
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		return "", fmt.Errorf("create netns %q: %w", name, err)
+	}
+	h.Close()
+	if err := netns.Set(orig); err != nil {
+		return "", fmt.Errorf("create netns %q: return to the original netns: %w", name, err) // thread stays locked and dies
+	}
+	runtime.UnlockOSThread()
+	return NamedPath(name), nil
+}
+
+// DeleteNamed removes the named namespace (and every link inside it); one
+// already deleted is success.
+func DeleteNamed(name string) error {
+	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete netns %q: %w", name, err)
+	}
+	return nil
 }
