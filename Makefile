@@ -37,7 +37,7 @@ TEST_TIMEOUT ?= 30m
 # plugin suite once more, on a distribution kernel.
 VM_PKGS := ./plugins/... ./shim/nodedevices/... ./conf/examples/... ./test/vm/...
 
-.PHONY: all build install uninstall deps test test-host test-testbed test-helm helm-golden lint fuzz demo bench clean
+.PHONY: all build install uninstall deps test test-host test-testbed test-helm helm-golden lint fuzz demo demo-cluster bench clean
 all: build
 
 # Static binaries, like upstream's: a CNI plugin is exec'd per call, and a
@@ -146,6 +146,12 @@ clean:
 # The main job on the embedded scenario, no cluster: prints what it verified.
 demo: $(TEST_CNI)
 	$(BIN)/netclass-demo --cni-path $(TEST_CNI)
+
+# The Kubernetes side, one command: a two-node test bed (built once, cached), netclass from
+# its Helm chart, claims, NetworkQoS and NetworkPolicy on running pods, each check printed;
+# the bed is always taken down, also on Ctrl-C (scripts/demo-cluster.sh).
+demo-cluster: deps $(HELM)
+	bash scripts/demo-cluster.sh
 
 # Benchmarks: plugin ADD+DEL against the upstream chain and the node agent
 # (no cluster needed; the hostile-tenant one with fewer edits, each is

@@ -27,6 +27,27 @@ import (
 // other, and the daemons serve their metrics; helm uninstall takes it away.
 func TestHelmInstallAttachesPods(t *testing.T) {
 	e := harness.Bare(t)
+	installChart(t, e)
+
+	n1 := e.Nodes[0]
+	net := e.BridgeNet(t, "helm", "net")
+	ns, pn := net.Namespace, net.PodNetwork
+	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue)
+	before := mustScrape(t, n1, draMetrics)
+	// a bridge is node-local: both pods on node 1
+	e.RunPods(t, harness.PodOn(n1.Name, ns, "a", "net"), harness.PodOn(n1.Name, ns, "b", "net"))
+	a, b := e.Attached(t, ns, "a", "net", "net1"), e.Attached(t, ns, "b", "net", "net1")
+	e.Ping(t, ns, "a", "net1", harness.Addr(t, b))
+	e.Ping(t, ns, "b", "net1", harness.Addr(t, a))
+	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
+	checkMetricsAfterTwoPods(t, e, n1, before, pn)
+}
+
+// installChart installs the chart of conf/helm/netclass with helm as an operator would
+// (values only for what this test bed lacks, the same as deploy.sh's adapt) and waits for
+// netclass-dra to serve on every node; helm uninstall takes it away when the test ends.
+func installChart(t *testing.T, e *harness.Env) {
+	t.Helper()
 	helm := helmBinary(t)
 	root, err := repo.Root()
 	if err != nil {
@@ -70,19 +91,6 @@ func TestHelmInstallAttachesPods(t *testing.T) {
 	for _, n := range e.Nodes {
 		readyz(t, n, "http://127.0.0.1:9810/readyz")
 	}
-
-	n1 := e.Nodes[0]
-	net := e.BridgeNet(t, "helm", "net")
-	ns, pn := net.Namespace, net.PodNetwork
-	e.WaitPodNetworkCondition(t, pn, "Ready", metav1.ConditionTrue)
-	before := mustScrape(t, n1, draMetrics)
-	// a bridge is node-local: both pods on node 1
-	e.RunPods(t, harness.PodOn(n1.Name, ns, "a", "net"), harness.PodOn(n1.Name, ns, "b", "net"))
-	a, b := e.Attached(t, ns, "a", "net", "net1"), e.Attached(t, ns, "b", "net", "net1")
-	e.Ping(t, ns, "a", "net1", harness.Addr(t, b))
-	e.Ping(t, ns, "b", "net1", harness.Addr(t, a))
-	e.WaitPodNetworkCondition(t, pn, "InUse", metav1.ConditionTrue)
-	checkMetricsAfterTwoPods(t, e, n1, before, pn)
 }
 
 // helmBinary is the helm of `make` ($NETCLASS_HELM), else the newest one
