@@ -67,16 +67,7 @@ func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attac
 	if err := setupGateways(br, gws, res); err != nil {
 		return nil, err
 	}
-	if err := setupMasq(c, args, res, undo); err != nil {
-		return nil, err
-	}
-	if err := setupQoS(c, args, p.HostName(), undo); err != nil {
-		return nil, err
-	}
-	if err := setupSpoofCheck(c, p.HostName(), pod.Attrs().HardwareAddr, undo); err != nil {
-		return nil, err
-	}
-	if err := secure(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, br, res, undo); err != nil {
+	if err := setupPort(c, args, &p, pod, br, res, undo); err != nil {
 		return nil, err
 	}
 	res.DNS = c.DNS
@@ -163,4 +154,19 @@ func allocateAndCreate(ctx context.Context, c *netconf.Bridge, p *bridgeport.Por
 		return br, host, err
 	}
 	return bridgeport.Join(ctx, ipamOf(c), join, func() error { _, err := p.Remove(); return err }, undo)
+}
+
+// setupPort puts the host's rules on the attachment's port: masquerading,
+// QoS, the MAC spoof check and the port guard.
+func setupPort(c *netconf.Bridge, args *skel.CmdArgs, p *bridgeport.Port, pod, br netlink.Link, res *current.Result, undo *attach.Undo) error {
+	if err := setupMasq(c, args, res, undo); err != nil {
+		return err
+	}
+	if err := setupQoS(c, args, p.HostName(), undo); err != nil {
+		return err
+	}
+	if err := setupSpoofCheck(c, p.HostName(), pod.Attrs().HardwareAddr, undo); err != nil {
+		return err
+	}
+	return secure(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, br, res, undo)
 }

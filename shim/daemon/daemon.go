@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -33,7 +31,6 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
-	"github.com/netclass-dev/netclass/internal/endpoints"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
@@ -192,33 +189,19 @@ func (c *Config) validate() error {
 }
 
 func (d *Daemon) informers(ctx context.Context) (err error) {
-	d.factory = ncinformers.NewSharedInformerFactory(d.nc, 10*time.Minute)
-	d.nodeFac = ncinformers.NewSharedInformerFactoryWithOptions(d.nc, 10*time.Minute,
-		ncinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
-		}))
+	d.newFactories()
 	mn, ncv := d.factory.Multinetwork().V1(), d.factory.Netclass().V1alpha1()
-	d.peerFac = informers.NewSharedInformerFactory(d.kube, 10*time.Minute)
 	nodes, err := nodeInformer(d.peerFac)
 	if err != nil {
 		return err
 	}
 	d.nodes = nodes
-	objs := network.Listers{
+	d.newPublisher(ctx, network.Listers{
 		Classes: mn.NetworkClasses().Lister(), PodNets: mn.PodNetworks().Lister(),
 		Nets: ncv.Networks().Lister(), ClusterNets: ncv.ClusterNetworks().Lister(),
 		NodeNets: d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister(),
 		AllNodes: nodes.Lister(),
-	}
-	mode := publish.Shared
-	if d.cfg.NoSharedDevices {
-		mode = publish.Slots
-	}
-	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir})
-	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
-	collect.offered = d.devices.Offer
-	d.publisher = publish.New(collect,
-		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
+	})
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.publisher.Trigger() },
 		UpdateFunc: func(any, any) { d.publisher.Trigger() },
@@ -231,21 +214,45 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 		inf.AddEventHandler(trigger)
 	}
 	nodes.Informer().AddEventHandler(nodeHandler(d.publisher.Trigger))
-	ncv.NetworkQoSes().Informer() // registered before Start so the lister is served
-	d.podFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
-		}))
+	// Registered before Start, so that their listers are served.
+	ncv.NetworkQoSes().Informer()
 	d.podFac.Core().V1().Pods().Informer()
-	d.polFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.SelectorFromSet(labels.Set{contract.PolicyControllerLabel: contract.PolicyController}).String()
-		}))
 	d.polFac.Networking().V1().NetworkPolicies().Informer()
 	if d.peers, err = peers.NewListers(d.peerFac); err != nil {
 		return err
 	}
 	return nil
+}
+
+// newFactories makes the daemon's informer factories: netclass's objects, its
+// node's NodeNetworks, the cluster's nodes and peers' claims, its node's pods,
+// and the NetworkPolicies labelled for netclass.
+func (d *Daemon) newFactories() {
+	onNode := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.cfg.NodeName).String()
+	}
+	d.factory = ncinformers.NewSharedInformerFactory(d.nc, 10*time.Minute)
+	d.nodeFac = ncinformers.NewSharedInformerFactoryWithOptions(d.nc, 10*time.Minute, ncinformers.WithTweakListOptions(onNode))
+	d.peerFac = informers.NewSharedInformerFactory(d.kube, 10*time.Minute)
+	d.podFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute, informers.WithTweakListOptions(onNode))
+	d.polFac = informers.NewSharedInformerFactoryWithOptions(d.kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.SelectorFromSet(labels.Set{contract.PolicyControllerLabel: contract.PolicyController}).String()
+		}))
+}
+
+// newPublisher makes the ResourceSlice publisher and the node devices' loop,
+// which tells it what the node can offer.
+func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
+	mode := publish.Shared
+	if d.cfg.NoSharedDevices {
+		mode = publish.Slots
+	}
+	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir})
+	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
+	collect.offered = d.devices.Offer
+	d.publisher = publish.New(collect,
+		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
 }
 
 func (d *Daemon) plugins(ctx context.Context) {
@@ -286,74 +293,6 @@ func (d *Daemon) plugins(ctx context.Context) {
 	}
 	d.qos = d.newQoSAgent(ctx, recorder)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
-}
-
-// Run serves until ctx ends.
-func (d *Daemon) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	eps := endpoints.New(d.cfg.HealthAddress, d.cfg.MetricsAddress, probes{ready: d.registered, live: d.runtime.Responsive}, d.registry)
-	for _, e := range eps {
-		if e.Addr == d.cfg.HealthAddress { // loopback by default: names of pods and policies
-			e.Mux.Handle("GET /debug/attachments", attachmentsHandler(d.qos.Outcomes))
-		}
-	}
-	stopServing, err := endpoints.Serve(ctx, eps)
-	if err != nil {
-		return err
-	}
-	defer stopServing()
-	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
-	defer d.events.Shutdown()
-	d.factory.Start(ctx.Done())
-	d.nodeFac.Start(ctx.Done())
-	d.podFac.Start(ctx.Done())
-	d.peerFac.Start(ctx.Done())
-	d.polFac.Start(ctx.Done())
-	defer d.factory.Shutdown()
-	defer d.nodeFac.Shutdown()
-	defer d.podFac.Shutdown()
-	defer d.peerFac.Shutdown()
-	defer d.polFac.Shutdown()
-	for _, synced := range []map[reflect.Type]bool{d.factory.WaitForCacheSync(ctx.Done()), d.nodeFac.WaitForCacheSync(ctx.Done()),
-		d.podFac.WaitForCacheSync(ctx.Done()), d.peerFac.WaitForCacheSync(ctx.Done()), d.polFac.WaitForCacheSync(ctx.Done())} {
-		for typ, ok := range synced {
-			if !ok {
-				return fmt.Errorf("informer cache of %v did not sync", typ)
-			}
-		}
-	}
-	if err := d.publisher.Prime(ctx); err != nil {
-		return err
-	}
-	helper, err := d.startKubeletPlugin(ctx)
-	if err != nil {
-		return err
-	}
-	defer helper.Stop()
-	logger.Info("netclass-dra started", "node", d.cfg.NodeName, "kubeletDir", d.cfg.KubeletDir, "nriSocket", d.cfg.NRISocket,
-		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
-	const loops = 6
-	done := make(chan struct{}, loops)
-	spawn := func(f func()) {
-		go func() { defer func() { done <- struct{}{} }(); f() }()
-	}
-	spawn(func() { d.publisher.Run(ctx, d.metrics.Sink(helper)) })
-	spawn(func() { nri.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) })
-	spawn(func() { d.reportNodeNetworks(ctx) })
-	spawn(func() {
-		if !d.cfg.NoNodeDevices {
-			d.devices.Run(ctx, d.nodeNetsChanged)
-		}
-	})
-	spawn(func() { d.waitReady(ctx, helper) })
-	spawn(func() { d.qos.Run(ctx) })
-	<-ctx.Done()
-	for range loops {
-		<-done
-	}
-	d.runtime.Wait()
-	logger.Info("netclass-dra stopped")
-	return nil
 }
 
 func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper, error) {

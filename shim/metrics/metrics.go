@@ -50,54 +50,27 @@ type DRA struct {
 // NewDRA creates netclass-dra's metrics and registers them on reg.
 func NewDRA(reg prometheus.Registerer) (*DRA, error) {
 	m := &DRA{
-		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netclass_dra_claims_total",
-			Help: "ResourceClaims the kubelet asked netclass-dra to prepare or unprepare, by outcome (one per claim of a request).",
-		}, []string{"operation", "result"}),
-		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "netclass_dra_request_duration_seconds",
-			Help:    "Duration of the kubelet's NodePrepareResources and NodeUnprepareResources calls; result is error when any claim failed.",
-			Buckets: buckets,
-		}, []string{"operation", "result"}),
-		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netclass_nri_hooks_total",
-			Help: "NRI hooks netclass-dra answered, by hook and outcome (skipped: the sandbox has no netclass attachment).",
-		}, []string{"hook", "result"}),
-		hookLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "netclass_nri_hook_duration_seconds",
-			Help:    "Time netclass-dra took to answer an NRI hook, by hook and outcome.",
-			Buckets: buckets,
-		}, []string{"hook", "result"}),
-		cniExecs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netclass_cni_execs_total",
-			Help: "CNI configuration lists executed, by main plugin type, verb and outcome.",
-		}, []string{"plugin", "verb", "result"}),
-		cniLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "netclass_cni_exec_duration_seconds",
-			Help:    "Duration of a CNI configuration list execution (every plugin of the chain), by main plugin type, verb and outcome.",
-			Buckets: buckets,
-		}, []string{"plugin", "verb", "result"}),
-		devices: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "netclass_published_devices",
-			Help: "Devices in this node's netclass.dev ResourceSlices after the last successful publication.",
-		}),
-		publications: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netclass_publications_total",
-			Help: "Publications of this node's ResourceSlices, by outcome.",
-		}, []string{"result"}),
-		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netclass_status_writes_total",
-			Help: "ResourceClaim status writes (status.devices entries of netclass.dev), by outcome after retries.",
-		}, []string{"result"}),
-		statusLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "netclass_status_write_duration_seconds",
-			Help:    "Duration of a ResourceClaim status write, retries included, by outcome.",
-			Buckets: buckets,
-		}, []string{"result"}),
-		setAside: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "netclass_checkpoint_set_aside_records",
-			Help: "Checkpoint records set aside at start (undecodable or of an unknown version, renamed *.corrupt); CNI GC stays off while it is not 0.",
-		}),
+		claims: counter("netclass_dra_claims_total",
+			"ResourceClaims the kubelet asked netclass-dra to prepare or unprepare, by outcome (one per claim of a request).", "operation", "result"),
+		requests: histogram("netclass_dra_request_duration_seconds",
+			"Duration of the kubelet's NodePrepareResources and NodeUnprepareResources calls; result is error when any claim failed.", "operation", "result"),
+		hooks: counter("netclass_nri_hooks_total",
+			"NRI hooks netclass-dra answered, by hook and outcome (skipped: the sandbox has no netclass attachment).", "hook", "result"),
+		hookLatency: histogram("netclass_nri_hook_duration_seconds",
+			"Time netclass-dra took to answer an NRI hook, by hook and outcome.", "hook", "result"),
+		cniExecs: counter("netclass_cni_execs_total",
+			"CNI configuration lists executed, by main plugin type, verb and outcome.", "plugin", "verb", "result"),
+		cniLatency: histogram("netclass_cni_exec_duration_seconds",
+			"Duration of a CNI configuration list execution (every plugin of the chain), by main plugin type, verb and outcome.", "plugin", "verb", "result"),
+		devices: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netclass_published_devices",
+			Help: "Devices in this node's netclass.dev ResourceSlices after the last successful publication."}),
+		publications: counter("netclass_publications_total", "Publications of this node's ResourceSlices, by outcome.", "result"),
+		statusWrites: counter("netclass_status_writes_total",
+			"ResourceClaim status writes (status.devices entries of netclass.dev), by outcome after retries.", "result"),
+		statusLatency: histogram("netclass_status_write_duration_seconds",
+			"Duration of a ResourceClaim status write, retries included, by outcome.", "result"),
+		setAside: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netclass_checkpoint_set_aside_records",
+			Help: "Checkpoint records set aside at start (undecodable or of an unknown version, renamed *.corrupt); CNI GC stays off while it is not 0."}),
 	}
 	for _, c := range []prometheus.Collector{m.claims, m.requests, m.hooks, m.hookLatency, m.cniExecs, m.cniLatency,
 		m.devices, m.publications, m.statusWrites, m.statusLatency, m.setAside} {
@@ -106,6 +79,15 @@ func NewDRA(reg prometheus.Registerer) (*DRA, error) {
 		}
 	}
 	return m, nil
+}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// histogram has the package's buckets.
+func histogram(name, help string, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // ResultOf is the result label of an error.

@@ -88,8 +88,8 @@ func LoadDir(dir string) (map[string]*CRD, error) {
 	return out, nil
 }
 
-// Load reads one CRD manifest and prepares its validators.
-func Load(file string) (*CRD, error) {
+// readV1 reads a file holding one apiextensions.k8s.io/v1 CRD of one version, defaulted.
+func readV1(file string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read CRD: %w", err)
@@ -105,9 +105,18 @@ func Load(file string) (*CRD, error) {
 		return nil, fmt.Errorf("%s: expected exactly one version, found %d", file, len(v1.Spec.Versions))
 	}
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&v1)
+	return &v1, nil
+}
+
+// Load reads one CRD manifest and prepares its validators.
+func Load(file string) (*CRD, error) {
+	v1, err := readV1(file)
+	if err != nil {
+		return nil, err
+	}
 
 	var internal apiextensions.CustomResourceDefinition
-	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1, &internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(v1, &internal, nil); err != nil {
 		return nil, fmt.Errorf("convert CRD %s: %w", file, err)
 	}
 	// The conversion hoists a schema shared by all versions to spec.validation.
@@ -129,7 +138,7 @@ func Load(file string) (*CRD, error) {
 	}
 	c := &CRD{
 		File:       file,
-		Definition: &v1,
+		Definition: v1,
 		internal:   &internal,
 		structural: structural,
 		validator:  validator,

@@ -114,19 +114,9 @@ func queuePorts(c *nftables.Conn, ts *tableState, plans map[string]*qos.Plan) (m
 			changed[h] = found
 			continue
 		}
-		var got owned
-		if len(st.chains) > 0 {
-			var err error
-			if got, err = readOwned(c, t, st.chains, st.sets); err != nil {
-				return nil, err
-			}
-		} else {
-			got = owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}}
-			// remnants of a port without its main chain are replaced whole
-			if _, err := st.queueDelete(c, h); err != nil {
-				return nil, err
-			}
-			st.element = nil
+		got, err := st.owned(c, t, h)
+		if err != nil {
+			return nil, err
 		}
 		want := portRulesetAfter(h, plan, lastSet)
 		lastSet = want.lastSet
@@ -299,4 +289,17 @@ func readOwned(c *nftables.Conn, t *nftables.Table, chains, sets []string) (owne
 		o.sets[name] = els
 	}
 	return o, nil
+}
+
+// owned reads what the port h has in the kernel; remnants of a port without
+// its main chain are queued for deletion, to be replaced whole.
+func (st *portState) owned(c *nftables.Conn, t *nftables.Table, h string) (owned, error) {
+	if len(st.chains) > 0 {
+		return readOwned(c, t, st.chains, st.sets)
+	}
+	if _, err := st.queueDelete(c, h); err != nil {
+		return owned{}, err
+	}
+	st.element = nil
+	return owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}}, nil
 }

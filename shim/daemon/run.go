@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/internal/endpoints"
+	"github.com/netclass-dev/netclass/shim/nri"
+)
+
+// Run serves until ctx ends.
+func (d *Daemon) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	stopServing, err := d.serveHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
+	defer d.events.Shutdown()
+	stopInformers, err := d.startInformers(ctx)
+	defer stopInformers()
+	if err != nil {
+		return err
+	}
+	if err := d.publisher.Prime(ctx); err != nil {
+		return err
+	}
+	helper, err := d.startKubeletPlugin(ctx)
+	if err != nil {
+		return err
+	}
+	defer helper.Stop()
+	logger.Info("netclass-dra started", "node", d.cfg.NodeName, "kubeletDir", d.cfg.KubeletDir, "nriSocket", d.cfg.NRISocket,
+		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
+	d.runLoops(ctx, helper)
+	d.runtime.Wait()
+	logger.Info("netclass-dra stopped")
+	return nil
+}
+
+// serveHTTP serves the probes, /metrics and, next to the probes (loopback by
+// default: it names pods and policies), /debug/attachments.
+func (d *Daemon) serveHTTP(ctx context.Context) (stop func(), err error) {
+	eps := endpoints.New(d.cfg.HealthAddress, d.cfg.MetricsAddress, probes{ready: d.registered, live: d.runtime.Responsive}, d.registry)
+	for _, e := range eps {
+		if e.Addr == d.cfg.HealthAddress {
+			e.Mux.Handle("GET /debug/attachments", attachmentsHandler(d.qos.Outcomes))
+		}
+	}
+	return endpoints.Serve(ctx, eps)
+}
+
+// informerFactory is what Run does with each of the daemon's informer factories.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// startInformers starts every informer factory and waits for their caches;
+// the returned stop shuts them down (also after an error).
+func (d *Daemon) startInformers(ctx context.Context) (stop func(), err error) {
+	factories := []informerFactory{d.factory, d.nodeFac, d.podFac, d.peerFac, d.polFac}
+	stop = func() {
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return stop, fmt.Errorf("informer cache of %v did not sync", typ)
+			}
+		}
+	}
+	return stop, nil
+}
+
+// runLoops runs the daemon's loops until ctx ends and all of them returned.
+func (d *Daemon) runLoops(ctx context.Context, helper *kubeletplugin.Helper) {
+	loops := []func(){
+		func() { d.publisher.Run(ctx, d.metrics.Sink(helper)) },
+		func() { nri.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) },
+		func() { d.reportNodeNetworks(ctx) },
+		func() { d.waitReady(ctx, helper) },
+		func() { d.qos.Run(ctx) },
+	}
+	if !d.cfg.NoNodeDevices {
+		loops = append(loops, func() { d.devices.Run(ctx, d.nodeNetsChanged) })
+	}
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(loop)
+	}
+	<-ctx.Done()
+	wg.Wait()
+}
