@@ -46,8 +46,9 @@ type Common struct {
 
 	// Raw is the configuration as received, passed on to IPAM delegates.
 	Raw []byte `json:"-"`
-	// EffectiveQoS is QoS with runtimeConfig.bandwidth and runtimeConfig.qos
-	// merged over it; nil when the attachment has no QoS.
+	// EffectiveQoS is QoS with runtimeConfig.bandwidth, runtimeConfig.qos and
+	// args.cni.qos merged over it, in that order; nil when the attachment has
+	// no QoS.
 	EffectiveQoS *qos.Spec `json:"-"`
 }
 
@@ -102,10 +103,13 @@ type Args struct {
 	CNI *CNIArgs `json:"cni,omitempty"`
 }
 
-// CNIArgs are the standard `args.cni` keys.
+// CNIArgs are the standard `args.cni` keys, and `qos`: the qos block from
+// the caller's per-attachment arguments (Multus puts a network selection
+// element's `cni-args` here), merged last.
 type CNIArgs struct {
-	Mac string   `json:"mac,omitempty"`
-	IPs []string `json:"ips,omitempty"`
+	Mac string    `json:"mac,omitempty"`
+	IPs []string  `json:"ips,omitempty"`
+	QoS *qos.Spec `json:"qos,omitempty"`
 }
 
 func (c *Common) validate() field.Errors {
@@ -135,6 +139,9 @@ func (c *Common) validate() field.Errors {
 	if c.Args != nil && c.Args.CNI != nil && c.Args.CNI.Mac != "" {
 		errs.Append(ValidateMAC("args.cni.mac", c.Args.CNI.Mac))
 	}
+	if q := c.argsQoS(); q != nil {
+		errs.Append(q.Validate("args.cni.qos"))
+	}
 	return errs
 }
 
@@ -152,10 +159,18 @@ func (c *Common) finish() {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
-	eff := qos.Merge(qos.WithBandwidth(c.QoS, c.RuntimeConfig.Bandwidth), c.RuntimeConfig.QoS)
+	eff := qos.Merge(qos.Merge(qos.WithBandwidth(c.QoS, c.RuntimeConfig.Bandwidth), c.RuntimeConfig.QoS), c.argsQoS())
 	if !eff.IsZero() {
 		c.EffectiveQoS = eff
 	}
+}
+
+// argsQoS is args.cni.qos, nil when absent.
+func (c *Common) argsQoS() *qos.Spec {
+	if c.Args == nil || c.Args.CNI == nil {
+		return nil
+	}
+	return c.Args.CNI.QoS
 }
 
 // MAC returns the MAC the runtime or configuration asks for, most specific

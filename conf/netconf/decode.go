@@ -35,23 +35,32 @@ func decodeError(err error) error {
 	return types.NewError(types.ErrDecodingFailure, fmt.Sprintf("decode configuration: %v", err), "")
 }
 
-// strictQoS rejects unknown keys inside "qos" and "runtimeConfig.qos".
+// strictQoS rejects unknown keys inside "qos", "runtimeConfig.qos" and
+// "args.cni.qos".
 func strictQoS(data []byte) error {
 	var top struct {
 		QoS           json.RawMessage `json:"qos"`
 		RuntimeConfig struct {
 			QoS json.RawMessage `json:"qos"`
 		} `json:"runtimeConfig"`
+		Args struct {
+			CNI struct {
+				QoS json.RawMessage `json:"qos"`
+			} `json:"cni"`
+		} `json:"args"`
 	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		return decodeError(err)
 	}
-	for path, raw := range map[string]json.RawMessage{"qos": top.QoS, "runtimeConfig.qos": top.RuntimeConfig.QoS} {
-		if len(raw) == 0 {
+	for _, b := range []struct {
+		path string
+		raw  json.RawMessage
+	}{{"qos", top.QoS}, {"runtimeConfig.qos", top.RuntimeConfig.QoS}, {"args.cni.qos", top.Args.CNI.QoS}} {
+		if len(b.raw) == 0 {
 			continue
 		}
-		if err := StrictQoS(raw); err != nil {
-			return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("%s: %v", path, err), "")
+		if err := StrictQoS(b.raw); err != nil {
+			return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("%s: %v", b.path, err), "")
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		`{"name":"s","type":"netclass-sriov","deviceID":"0000:03:00.2","vlan":10,"vlanQoS":3,"vlanProto":"802.1ad","spoofchk":"on","trust":"off","linkState":"auto","minTxRate":1,"maxTxRate":100}`,
 		`{"name":"q","type":"netclass-qos","qos":{"dscp":46,"egress":[{"priority":10,"dscp":20,"classifier":{"to":[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8"]}}],"ports":[{"protocol":"TCP","port":80}]},"bandwidth":{"rate":1000,"burst":1000}}]}}`,
 		`{"name":"q","type":"netclass-qos","runtimeConfig":{"bandwidth":{"ingressRate":1,"ingressBurst":1}}}`,
+		`{"name":"q","type":"netclass-qos","args":{"cni":{"qos":{"dscp":46,"egress":[{"priority":2,"dscp":8}]}}}}`,
 		`{}`, `null`, `[]`, `{"type":1}`,
 	} {
 		f.Add([]byte(seed))

@@ -51,6 +51,8 @@ func TestParseErrors(t *testing.T) {
 		{"sriov needs a device", `{"name":"n","type":"netclass-sriov"}`, types.ErrInvalidNetworkConfig, []string{"deviceID: deviceID (a VF's PCI address"}},
 		{"qos chain with ipam", `{"name":"n","type":"netclass-qos","ipam":{"type":"host-local"}}`, types.ErrInvalidNetworkConfig, []string{"ipam: netclass-qos does not allocate"}},
 		{"runtime bandwidth", `{"name":"n","type":"netclass-qos","runtimeConfig":{"bandwidth":{"ingressRate":1000}}}`, types.ErrInvalidNetworkConfig, []string{"runtimeConfig.bandwidth.ingressBurst: is required"}},
+		{"misspelt args qos key", `{"name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscpp":5}}}}`, types.ErrInvalidNetworkConfig, []string{`args.cni.qos: unknown field "dscpp"`}},
+		{"invalid args qos", `{"name":"n","type":"netclass-qos","args":{"cni":{"qos":{"dscp":64,"egressRate":1000}}}}`, types.ErrInvalidNetworkConfig, []string{"args.cni.qos.dscp: must be between 0 and 63", "args.cni.qos.egressBurst: is required"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +85,36 @@ func TestParseBridgeDefaults(t *testing.T) {
 	}
 	if len(c.Raw) == 0 {
 		t.Error("Raw must keep the configuration for IPAM delegates")
+	}
+}
+
+// args.cni.qos (Multus' cni-args) is merged last: over the static block,
+// runtimeConfig.bandwidth and runtimeConfig.qos; a field it leaves unset keeps
+// theirs.
+func TestArgsQoSPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra string
+		dscp        int
+		egress      int64
+		rules       int
+	}{
+		{"static only", ``, 10, 1000, 1},
+		{"runtime over static", `,"runtimeConfig":{"qos":{"dscp":12}}`, 12, 1000, 1},
+		{"args over static", `,"args":{"cni":{"qos":{"dscp":20,"egress":[]}}}`, 20, 1000, 0},
+		{"args over runtime", `,"runtimeConfig":{"qos":{"dscp":12,"egressRate":3000,"egressBurst":300}},"args":{"cni":{"qos":{"dscp":46}}}`, 46, 3000, 1},
+		{"args over runtime bandwidth", `,"runtimeConfig":{"bandwidth":{"egressRate":3000,"egressBurst":300}},"args":{"cni":{"qos":{"egressRate":2000,"egressBurst":200}}}`, 10, 2000, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseBridge([]byte(`{"name":"blue","type":"netclass-bridge",
+				"qos":{"dscp":10,"egressRate":1000,"egressBurst":100,"egress":[{"priority":1,"dscp":8}]}` + tc.extra + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := c.EffectiveQoS
+			if q == nil || *q.DSCP != tc.dscp || q.EgressRate != tc.egress || len(q.Egress) != tc.rules {
+				t.Errorf("effective qos = %+v, want dscp %d, egress %d, %d rules", q, tc.dscp, tc.egress, tc.rules)
+			}
+		})
 	}
 }
 
