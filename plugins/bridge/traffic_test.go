@@ -197,7 +197,7 @@ func TestMeteredRuleDropsTheExcess(t *testing.T) {
 }
 
 // A metered rule's rate edited on a running attachment (what netclass-dra's
-// QoS agent does when a NetworkQoS changes: qosport.SyncInterfaces, in the
+// rule agent does when a NetworkQoS changes: qosport.SyncInterfaces, in the
 // host's namespace) is what the flow then gets, the attachment untouched.
 func TestMeterRateEditedInPlace(t *testing.T) {
 	meterKbps := traffic.Rate(4000)

@@ -68,7 +68,7 @@ type Result struct {
 // SyncInterfaces brings the DSCP and metered rules of pod interfaces to
 // their plans in place, where Apply puts them, each interface known by its
 // pod's side only (the host end is found with HostEnd): what netclass-dra's
-// QoS agent runs. The ports of bridged veths are synced together
+// rule agent runs. The ports of bridged veths are synced together
 // (nft.SyncPorts: few transactions), the other interfaces one by one in
 // their pods' namespaces. Only the rules: shaping comes from the network
 // and the claim, which do not change under a running attachment. The

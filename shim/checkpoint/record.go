@@ -23,7 +23,7 @@ import (
 //
 //	1: the first format.
 //	2: attachments carry attachedAt, when ADD was started for them.
-//	3: devices carry qos, the attachment's own qos block (the QoS agent adds
+//	3: devices carry qos, the attachment's own qos block (the rule agent adds
 //	   the NetworkQoS rules to it); a device of an older record has none,
 //	   and the agent leaves its attachments as ADD made them.
 const Version = 3
@@ -81,7 +81,7 @@ type Device struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
-// DeviceQoS is what the QoS agent builds an attachment's rules on.
+// DeviceQoS is what the rule agent builds an attachment's rules on.
 type DeviceQoS struct {
 	// Base is the network's qos block with the claim's merged over it
 	// (nil: none); the NetworkQoS rules selecting the pod come on top.

@@ -1,7 +1,7 @@
 // Package qosstatus writes the node's report on each NetworkQoS — its
 // entry in status.nodes: how many of the node's attachments hold the
 // object's rules, Applied or ApplyFailed (naming the pod and the error) —
-// from the QoS agent's outcomes. Each node applies its own entry with a
+// from the rule agent's outcomes. Each node applies its own entry with a
 // field manager of its own (server-side apply on the status subresource),
 // so nodes never overwrite one another, and writes only what changed.
 package qosstatus

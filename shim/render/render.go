@@ -122,7 +122,7 @@ func BaseQoS(n network.Network, cfg *contract.AttachmentConfig) (*qos.Spec, erro
 
 // WithRules is the qos an attachment enforces: its base block, with the
 // NetworkQoS rules selecting it after the base's own egress rules. Prepare
-// renders it into the chained netclass-qos, and netclass-dra's QoS agent
+// renders it into the chained netclass-qos, and netclass-dra's rule agent
 // keeps running attachments at it.
 func WithRules(base *qos.Spec, rules []qos.Rule) *qos.Spec {
 	var own []qos.Rule

@@ -83,7 +83,7 @@ func benchAddr(i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, 77, byte(i / 250), byte(1 + i%250)})
 }
 
-// BenchmarkQoSEdit100Attachments measures netclass-dra's QoS agent on a
+// BenchmarkQoSEdit100Attachments measures netclass-dra's rule agent on a
 // node with 100 running attachments (veths whose host ends are ports of a
 // bridge, in a host namespace of the benchmark's) when one NetworkQoS that
 // selects every pod is edited (its DSCP): each iteration is one edit and

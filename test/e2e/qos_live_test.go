@@ -23,7 +23,7 @@ import (
 	"github.com/netclass-dev/netclass/test/traffic"
 )
 
-// liveTimeout bounds how long the QoS agent may take to bring a running
+// liveTimeout bounds how long the rule agent (shim/ruleagent) may take to bring a running
 // pod's rules to an object's new state.
 const liveTimeout = 30 * time.Second
 
