@@ -121,6 +121,16 @@ func (p Port) Remove() ([]*net.IPNet, error) {
 	return addrs, link.Delete(p.HostName())
 }
 
+// RemoveDevices deletes the port's devices — the veth pair and what shares
+// the host end's link group, its egress IFB — in one request, so that the
+// kernel waits once for all of them (link.DeletePort). A port made before
+// the groups, or already gone, is left to Remove and the QoS teardown, which
+// delete device by device. Teardowns call it before anything else.
+func (p Port) RemoveDevices() error {
+	_, err := link.DeletePort(p.HostName())
+	return err
+}
+
 // Interfaces sets the result's interface list to bridge, host end and pod
 // end, and points every IP configuration at the pod end, as ConfigureIface
 // and the upstream bridge plugin expect. The pod end's MAC is filled in by

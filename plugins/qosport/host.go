@@ -28,7 +28,7 @@ func applyHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 
 func shapeHost(a Attachment, host netlink.Link, plan *qos.Plan) error {
 	if plan.Egress != nil {
-		ifb, err := link.CreateIFB(HostIFBName(a.HostIf), host.Attrs().MTU, "netclass egress of "+a.HostIf)
+		ifb, err := link.CreateIFB(HostIFBName(a.HostIf), host.Attrs().MTU, "netclass egress of "+a.HostIf, link.PortGroup(host.Attrs().Index))
 		if err != nil {
 			return err
 		}

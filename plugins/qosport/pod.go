@@ -35,7 +35,7 @@ func applyPod(a Attachment, host netlink.Link, plan *qos.Plan) error {
 			}
 		}
 		if plan.Ingress != nil && host == nil {
-			ifb, err := link.CreateIFB(IFBName(a.IfName), l.Attrs().MTU, "netclass ingress of "+a.IfName)
+			ifb, err := link.CreateIFB(IFBName(a.IfName), l.Attrs().MTU, "netclass ingress of "+a.IfName, 0)
 			if err != nil {
 				return err
 			}

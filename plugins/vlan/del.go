@@ -35,6 +35,9 @@ func teardown(c *netconf.VLAN, r *attach.Record) error {
 	if r.Bridge != "" {
 		p := port(containerID, ifname, netnsPath)
 		a.HostIf = p.HostName()
+		if err := p.RemoveDevices(); err != nil {
+			return err
+		}
 		remove = func() error { return errors.Join(leave(c, p), portguard.Remove(p.HostName())) }
 	}
 	if err := attach.Parallel(func() error { return qosport.RemoveRules(a) }, remove); err != nil {

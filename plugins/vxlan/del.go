@@ -42,6 +42,9 @@ func teardown(c *netconf.VXLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
+	if err := p.RemoveDevices(); err != nil {
+		return err
+	}
 	err := attach.Parallel(
 		func() error { return qosport.RemoveRules(a) },
 		func() error { return leave(c, p) },

@@ -10,10 +10,11 @@ import (
 )
 
 // CreateIFB creates an up IFB device (the target of redirected ingress
-// traffic) and returns it. An existing IFB of that name is reused.
-func CreateIFB(name string, mtu int, alias string) (netlink.Link, error) {
+// traffic) in the link group (0: none; PortGroup: the port's it serves) and
+// returns it. An existing IFB of that name is reused.
+func CreateIFB(name string, mtu int, alias string, group uint32) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.MTU, attrs.Flags = name, mtu, net.FlagUp
+	attrs.Name, attrs.MTU, attrs.Flags, attrs.Group = name, mtu, net.FlagUp, group
 	// Not all kernels honour IFF_UP on creation for ifb: set it again below.
 	if err := netlink.LinkAdd(&netlink.Ifb{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
 		return nil, fmt.Errorf("create ifb %q: %w", name, err)

@@ -99,7 +99,8 @@ type VethPair struct {
 }
 
 // CreateVeth creates the pair with the host end up and enslaved, in one
-// request, and returns the host end.
+// request, puts the host end in its port's link group (DeletePort) and
+// returns it.
 func CreateVeth(p VethPair) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = p.HostName
@@ -118,6 +119,9 @@ func CreateVeth(p VethPair) (netlink.Link, error) {
 	host, err := ByName(p.HostName)
 	if err != nil {
 		return nil, err
+	}
+	if err := SetPortGroup(host); err != nil {
+		return host, err
 	}
 	if p.Alias != "" {
 		if err := netlink.LinkSetAlias(host, p.Alias); err != nil {
