@@ -166,7 +166,7 @@ func wroteAccepted(fields []metav1.ManagedFieldsEntry) bool {
 				Conditions map[string]json.RawMessage `json:"f:conditions"`
 			} `json:"f:status"`
 		}
-		if json.Unmarshal(f.FieldsV1.Raw, &set) != nil {
+		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &set) != nil {
 			continue
 		}
 		if _, ok := set.Status.Conditions[`k:{"type":"Accepted"}`]; ok {

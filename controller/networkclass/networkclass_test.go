@@ -83,7 +83,7 @@ func acceptedBy(name, manager string) *multinetworkv1.NetworkClass {
 	return &multinetworkv1.NetworkClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name, ManagedFields: []metav1.ManagedFieldsEntry{{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Accepted\"}":{".":{},"f:type":{}}}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Accepted\"}":{".":{},"f:type":{}}}}}`),
 		}}},
 		Spec:   multinetworkv1.NetworkClassSpec{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
 		Status: multinetworkv1.NetworkClassStatus{Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "Unsupported"}}},
