@@ -66,6 +66,12 @@ const (
 	AttributeMaster = DriverName + "/master"
 )
 
+// CapacityBandwidth is the consumable capacity of a shared device that is
+// its network's bandwidth per node, in bits per second (a claim requests it
+// as capacity.requests.bandwidth; the allocation's consumedCapacity is what
+// the attachment is shaped to). Unqualified, it is in the driver's domain.
+const CapacityBandwidth = "bandwidth"
+
 // ClaimStatusData is the data of every status.devices[] entry of the driver in
 // a ResourceClaim (the NetworkClass proposal and the Multi-Network DRA design): the network object the device attaches
 // to and its NetworkClass.

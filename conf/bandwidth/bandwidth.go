@@ -121,6 +121,9 @@ func Resolve(b *ncv1.NetworkBandwidth, p field.Path) (*Policy, error) {
 		Step:     bits(&errs, p.Child("step"), b.Step, 0),
 	}
 	pol.Default = bits(&errs, p.Child("default"), b.Default, pol.Min)
+	if b.Step != nil && b.Step.Sign() == 0 {
+		errs.Add(p.Child("step"), "must be positive (leave it out for none)")
+	}
 	if len(errs) > 0 {
 		return nil, errs.Err()
 	}

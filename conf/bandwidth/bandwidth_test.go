@@ -35,6 +35,7 @@ func TestParseAnnotation(t *testing.T) {
 		{name: "capacity missing", raw: `{"min": "1M"}`, wantErr: []string{"[netclass.dev/bandwidth].capacity: is required"}},
 		{name: "every problem at once", raw: `{"capacity": "-1", "min": "0.5", "step": "-1"}`, wantErr: []string{
 			".capacity: must not be negative", ".min: must be a whole number of bits/s", ".step: must not be negative"}},
+		{name: "step 0", raw: `{"capacity": "100M", "step": 0}`, wantErr: []string{".step: must be positive"}},
 		{name: "too large", raw: `{"capacity": "10E"}`, wantErr: []string{".capacity: must be at most"}},
 		{name: "capacity 0", raw: `{"capacity": 0}`, wantErr: []string{".capacity: must be positive", ".max: must be positive"}},
 		{name: "max over capacity", raw: `{"capacity": "100M", "max": "200M"}`, wantErr: []string{".max: 200000000 exceeds the capacity 100000000"}},
