@@ -85,6 +85,10 @@ type ClaimStatusData struct {
 	// shows only the latest): NetworkPolicy and NetworkQoS peers are each
 	// selected pod's own addresses. Absent for a claim of one pod.
 	Pods []PodInterface `json:"pods,omitempty"`
+	// Bandwidth is the bandwidth the scheduler allocated to the claim on the
+	// device (its consumedCapacity "bandwidth", as a quantity of bits/s such
+	// as "30M"), which its attachment's egress is shaped to. Absent: none.
+	Bandwidth string `json:"bandwidth,omitempty"`
 }
 
 // PodInterface is one pod's interface on a shared claim's device.
