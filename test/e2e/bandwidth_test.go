@@ -48,6 +48,7 @@ func TestBandwidthCapacity(t *testing.T) {
 	}
 	bandwidthTemplate(t, e, ns, "bw30", class, pn, "30M")
 	bandwidthTemplate(t, e, ns, "bw60", class, pn, "60M")
+	bandwidthTemplate(t, e, ns, "bw25", class, pn, "25M")
 
 	var pods []*corev1.Pod
 	for i := range 3 {
@@ -71,6 +72,16 @@ func TestBandwidthCapacity(t *testing.T) {
 	over := harness.PodOn(e.Node, ns, "over", "bw60")
 	e.CreatePod(t, over)
 	t.Logf("a request of 60M, above the policy's max of 50M: PodScheduled=False: %s", waitClaimUnallocatable(t, e, ns, "over"))
+
+	// The other node accounts its own 100M: a request of 25M, off the
+	// policy's step, runs there with 30M (min + 2 steps), the scheduler's rounding.
+	other := e.Nodes[1].Name
+	e.RunPods(t, harness.PodOn(other, ns, "rounded", "bw25"))
+	claim := e.ClaimOfPod(t, ns, "rounded", "bw25")
+	if got := consumedBandwidth(claim); got.Value() != 30_000_000 {
+		t.Fatalf("a request of 25M with step 10M from 10M consumed %s, want 30M", got.String())
+	}
+	e.WaitClaimStatus(t, ns, claim.Name, hasBandwidth("30M"))
 }
 
 // annotate declares the PodNetwork's bandwidth.
@@ -152,20 +163,11 @@ func waitClaimUnallocatable(t *testing.T, e *harness.Env, ns, pod string) string
 func checkAllocated(t *testing.T, e *harness.Env, ns, pod string, bits int64) {
 	t.Helper()
 	claim := e.ClaimOfPod(t, ns, pod, "bw30")
-	var consumed resource.Quantity
-	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver == contract.DriverName {
-			consumed = r.ConsumedCapacity[contract.CapacityBandwidth]
-		}
-	}
-	if consumed.Value() != bits {
+	if consumed := consumedBandwidth(claim); consumed.Value() != bits {
 		t.Fatalf("pod %s: claim %s consumed %s of bandwidth, want %d", pod, claim.Name, consumed.String(), bits)
 	}
 	want := bandwidthText(bits)
-	_, st := e.WaitClaimStatus(t, ns, claim.Name, func(d resourceapi.AllocatedDeviceStatus) bool {
-		var data contract.ClaimStatusData
-		return d.Data != nil && json.Unmarshal(d.Data.Raw, &data) == nil && data.Bandwidth == want
-	})
+	_, st := e.WaitClaimStatus(t, ns, claim.Name, hasBandwidth(want))
 	t.Logf("pod %s: claim %s status data %s, Ready: %s", pod, claim.Name, st.Data.Raw, st.Conditions[0].Message)
 	p := getPod(t, e, ns, pod)
 	rate, err := egressRate(e.Attachment(t, p.UID, "net1").NetNS)
@@ -174,6 +176,25 @@ func checkAllocated(t *testing.T, e *harness.Env, ns, pod string, bits int64) {
 	}
 	if rate != uint64(bits/8) {
 		t.Fatalf("pod %s: egress shaped to %d bytes/s, want %d (its allocation of %s)", pod, rate, bits/8, want)
+	}
+}
+
+// consumedBandwidth is the bandwidth the claim's allocation consumed on netclass's device.
+func consumedBandwidth(claim *resourceapi.ResourceClaim) resource.Quantity {
+	var consumed resource.Quantity
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver == contract.DriverName {
+			consumed = r.ConsumedCapacity[contract.CapacityBandwidth]
+		}
+	}
+	return consumed
+}
+
+// hasBandwidth accepts a status entry whose data shows the allocation.
+func hasBandwidth(want string) func(resourceapi.AllocatedDeviceStatus) bool {
+	return func(d resourceapi.AllocatedDeviceStatus) bool {
+		var data contract.ClaimStatusData
+		return d.Data != nil && json.Unmarshal(d.Data.Raw, &data) == nil && data.Bandwidth == want
 	}
 }
 
