@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,7 +45,7 @@ func TestBandwidthCapacity(t *testing.T) {
 	annotate(t, e, pn, bandwidthPolicy)
 	ns := testbed.Namespace(t, e.Kube)
 	for _, node := range e.Nodes {
-		waitCapacity(t, e, node.Name, class, pn)
+		waitCapacity(t, e, node.Name, class, "", pn, "100M default 10M range [10M, 50M] step 10M")
 	}
 	bandwidthTemplate(t, e, ns, "bw30", class, pn, "30M")
 	bandwidthTemplate(t, e, ns, "bw60", class, pn, "60M")
@@ -84,6 +85,78 @@ func TestBandwidthCapacity(t *testing.T) {
 	e.WaitClaimStatus(t, ns, claim.Name, hasBandwidth("30M"))
 }
 
+// A Network inherits its ClusterNetwork's bandwidth field by field and may
+// lower the capacity: its device publishes the merge, a claim without a
+// request gets the default (shaped to it, shown in its status). A Network
+// raising the capacity is not Ready (InvalidConfig) and not offered.
+func TestBandwidthOfNetworks(t *testing.T) {
+	e := harness.Shared(t)
+	class := e.Class(t, harness.NetworkKind)
+	vni := harness.RandomVNI()
+	cluster := e.VXLANCluster(t, vni)
+	patchSpec(t, e, "ClusterNetwork", "", cluster, `{"spec":{"bandwidth":{"capacity":"1G","default":"50M","step":"10M"}}}`)
+	ns := testbed.Namespace(t, e.Kube)
+	e.Network(t, ns, "red", cluster, vni, harness.RandomSubnet())
+	patchSpec(t, e, "Network", ns, "red", `{"spec":{"bandwidth":{"capacity":"200M"}}}`)
+	e.Network(t, ns, "blue", cluster, vni+1, harness.RandomSubnet())
+	patchSpec(t, e, "Network", ns, "blue", `{"spec":{"bandwidth":{"capacity":"2G"}}}`)
+	waitCapacity(t, e, e.Node, class, ns, "red", "200M default 50M range [0, 200M] step 10M")
+	msg := waitNetworkInvalid(t, e, ns, "blue")
+	t.Logf("a Network raising its ClusterNetwork's capacity: Ready=False InvalidConfig: %s", msg)
+	if !strings.Contains(msg, "spec.bandwidth.capacity: 2G exceeds the capacity of ClusterNetwork") {
+		t.Errorf("the reason does not name the field: %s", msg)
+	}
+
+	e.ClaimTemplate(t, ns, "red", class, ns, "red", nil)
+	e.RunPods(t, harness.PodOn(e.Node, ns, "a", "red"))
+	claim := e.ClaimOfPod(t, ns, "a", "red")
+	if got := consumedBandwidth(claim); got.Value() != 50_000_000 {
+		t.Fatalf("a claim without a request consumed %s, want the default 50M", got.String())
+	}
+	e.WaitClaimStatus(t, ns, claim.Name, hasBandwidth("50M"))
+	rate, err := egressRate(e.Attachment(t, getPod(t, e, ns, "a").UID, "net1").NetNS)
+	if err != nil || rate != 50_000_000/8 {
+		t.Fatalf("egress of the pod shaped to %d bytes/s (%v), want %d", rate, err, 50_000_000/8)
+	}
+}
+
+// patchSpec merge-patches a ClusterNetwork (namespace "") or a Network.
+func patchSpec(t *testing.T, e *harness.Env, kind, namespace, name, patch string) {
+	t.Helper()
+	ctx := testbed.Context(t, time.Minute)
+	var err error
+	if kind == "ClusterNetwork" {
+		_, err = e.NC.NetclassV1alpha1().ClusterNetworks().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	} else {
+		_, err = e.NC.NetclassV1alpha1().Networks(namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+	if err != nil {
+		t.Fatalf("patch %s %s/%s with %s: %v", kind, namespace, name, patch, err)
+	}
+}
+
+// waitNetworkInvalid waits until the controller finds the Network's config
+// invalid, and returns its message.
+func waitNetworkInvalid(t *testing.T, e *harness.Env, ns, name string) string {
+	t.Helper()
+	var msg string
+	testbed.Poll(t, testbed.Context(t, harness.WaitTimeout), 200*time.Millisecond, "Network "+ns+"/"+name+" InvalidConfig",
+		func(ctx context.Context) (bool, string, error) {
+			n, err := e.NC.NetclassV1alpha1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			c := meta.FindStatusCondition(n.Status.Conditions, ncv1.ConditionReady)
+			if c == nil {
+				return false, "no Ready condition", nil
+			}
+			msg = c.Message
+			return c.Status == metav1.ConditionFalse && c.Reason == ncv1.ReasonInvalidConfig && c.ObservedGeneration == n.Generation,
+				fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message), nil
+		})
+	return msg
+}
+
 // annotate declares the PodNetwork's bandwidth.
 func annotate(t *testing.T, e *harness.Env, pn, policy string) {
 	t.Helper()
@@ -94,13 +167,12 @@ func annotate(t *testing.T, e *harness.Env, pn, policy string) {
 }
 
 // waitCapacity waits until the node publishes the network's device with
-// bandwidthPolicy's capacity and request policy.
-func waitCapacity(t *testing.T, e *harness.Env, node, class, pn string) {
+// the capacity and request policy (capacityText).
+func waitCapacity(t *testing.T, e *harness.Env, node, class, namespace, pn, want string) {
 	t.Helper()
-	want := "100M default 10M range [10M, 50M] step 10M"
 	testbed.Poll(t, testbed.Context(t, harness.WaitTimeout), 100*time.Millisecond, "bandwidth capacity of "+pn+" on "+node,
 		func(ctx context.Context) (bool, string, error) {
-			d, ok, err := e.FindDeviceOn(ctx, node, class, "", pn)
+			d, ok, err := e.FindDeviceOn(ctx, node, class, namespace, pn)
 			if err != nil || !ok {
 				return false, fmt.Sprintf("device found=%v (%v)", ok, err), nil
 			}
