@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,9 @@ import (
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/nstest"
 	"github.com/netclass-dev/netclass/test/testbed"
+	"github.com/netclass-dev/netclass/test/traffic"
 )
 
 // bandwidthPolicy is the network's bandwidth in the test: 100 Mbit/s per
@@ -69,6 +72,7 @@ func TestBandwidthCapacity(t *testing.T) {
 	}
 	testbed.WaitForPodRunning(t, e.Kube, ns, "p3", harness.PodTimeout)
 	checkAllocated(t, e, ns, "p3", 30_000_000)
+	measureCeiling(t, e, ns, "p1", "p2", 30_000_000)
 
 	over := harness.PodOn(e.Node, ns, "over", "bw60")
 	e.CreatePod(t, over)
@@ -248,6 +252,25 @@ func checkAllocated(t *testing.T, e *harness.Env, ns, pod string, bits int64) {
 	}
 	if rate != uint64(bits/8) {
 		t.Fatalf("pod %s: egress shaped to %d bytes/s, want %d (its allocation of %s)", pod, rate, bits/8, want)
+	}
+}
+
+// measureCeiling streams TCP from one pod to another over net1 for 3 s and
+// checks what the receiver got: at most the sender's allocation + 10%, and
+// at least half of it (the measurement is of the shaper, not of a broken path).
+func measureCeiling(t *testing.T, e *harness.Env, ns, from, to string, bits float64) {
+	t.Helper()
+	src, dst := getPod(t, e, ns, from), getPod(t, e, ns, to)
+	addr := netip.MustParseAddr(harness.Addr(t, e.Attached(t, ns, to, "bw30", "net1")))
+	client := &nstest.NS{Name: ns + "/" + from, Path: e.Attachment(t, src.UID, "net1").NetNS}
+	server := &nstest.NS{Name: ns + "/" + to, Path: e.Attachment(t, dst.UID, "net1").NetNS}
+	got, err := traffic.TCPRate(client, server, addr, 5201, 3*time.Second)
+	if err != nil {
+		t.Fatalf("TCP from %s to %s: %v", from, to, err)
+	}
+	t.Logf("TCP from %s (allocated %.0f Mbit/s) to %s: %.1f Mbit/s received", from, bits/1e6, to, got/1e6)
+	if got > 1.1*bits || got < 0.5*bits {
+		t.Fatalf("pod %s sent %.1f Mbit/s, want at most its allocation %.0f Mbit/s + 10%% (and at least half of it)", from, got/1e6, bits/1e6)
 	}
 }
 
