@@ -66,6 +66,12 @@ const (
 	AttributeMaster = DriverName + "/master"
 )
 
+// CapacityBandwidth is the consumable capacity of a shared device that is
+// its network's bandwidth per node, in bits per second (a claim requests it
+// as capacity.requests.bandwidth; the allocation's consumedCapacity is what
+// the attachment is shaped to). Unqualified, it is in the driver's domain.
+const CapacityBandwidth = "bandwidth"
+
 // ClaimStatusData is the data of every status.devices[] entry of the driver in
 // a ResourceClaim (the NetworkClass proposal and the Multi-Network DRA design): the network object the device attaches
 // to and its NetworkClass.
@@ -79,6 +85,10 @@ type ClaimStatusData struct {
 	// shows only the latest): NetworkPolicy and NetworkQoS peers are each
 	// selected pod's own addresses. Absent for a claim of one pod.
 	Pods []PodInterface `json:"pods,omitempty"`
+	// Bandwidth is the bandwidth the scheduler allocated to the claim on the
+	// device (its consumedCapacity "bandwidth", as a quantity of bits/s such
+	// as "30M"), which its attachment's egress is shaped to. Absent: none.
+	Bandwidth string `json:"bandwidth,omitempty"`
 }
 
 // PodInterface is one pod's interface on a shared claim's device.

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
@@ -89,6 +91,13 @@ func TestNetwork(t *testing.T) {
 	}
 	if _, err := netspec.Network(network("x", "trunk", nil, i32(3)), vlanCN(`{"type":"dhcp"}`), nil, nil); err == nil || !strings.Contains(err.Error(), "spec.vlanId") {
 		t.Errorf("type mismatch: %v", err)
+	}
+	raising := network("y", "trunk", i32(101), nil)
+	raising.Spec.Bandwidth = &ncv1.NetworkBandwidth{Capacity: ptr.To(resource.MustParse("10G"))}
+	limited := vlanCN(`{"type":"dhcp"}`)
+	limited.Spec.Bandwidth = &ncv1.NetworkBandwidth{Capacity: ptr.To(resource.MustParse("1G"))}
+	if _, err := netspec.Network(raising, limited, nil, nil); err == nil || !strings.Contains(err.Error(), "spec.bandwidth.capacity: 10G exceeds the capacity of ClusterNetwork") {
+		t.Errorf("a Network raising its ClusterNetwork's bandwidth capacity: %v", err)
 	}
 	unassigned := &netspec.Node{Master: "ens5", Index: -1}
 	if _, err := netspec.Network(blue, vxlanCN(), nil, unassigned); err == nil || !strings.Contains(err.Error(), "node index") {

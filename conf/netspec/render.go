@@ -14,6 +14,7 @@ import (
 
 	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/conf/netconf"
 )
 
@@ -79,6 +80,9 @@ type interfaceQoS struct {
 func Network(n *ncv1.Network, cn *ncv1.ClusterNetwork, opts *ncv1.Options, node *Node) (json.RawMessage, error) {
 	if msg := TypeMismatch(n, cn); msg != "" {
 		return nil, fmt.Errorf("%s", msg)
+	}
+	if _, err := bandwidth.ForNetwork(n, cn); err != nil {
+		return nil, err
 	}
 	if opts == nil {
 		opts = &ncv1.Options{}

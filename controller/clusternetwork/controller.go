@@ -8,6 +8,7 @@ package clusternetwork
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -163,7 +164,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 		return worker.Result{}, c.syncLabels(ctx, cn, cn.Name, nil)
 	}
 	sel, err := NodeSelector(cn)
-	if err != nil {
+	if err = errors.Join(err, ValidateBandwidth(cn)); err != nil {
 		return worker.Result{}, c.updateStatus(ctx, cn, Summary{}, InvalidCondition(err))
 	}
 	allNodes, err := c.nodes.List(labels.Everything())

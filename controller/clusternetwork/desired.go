@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
+	"github.com/netclass-dev/netclass/conf/field"
 )
 
 // maxNameLen is the longest object name (a DNS subdomain).
@@ -46,6 +48,15 @@ func NodeSelector(cn *netclassv1alpha1.ClusterNetwork) (labels.Selector, error) 
 		return nil, fmt.Errorf("spec.nodeSelector: %w", err)
 	}
 	return sel, nil
+}
+
+// ValidateBandwidth checks spec.bandwidth (conf/bandwidth: every problem,
+// each with its field path); nil when valid or unset.
+func ValidateBandwidth(cn *netclassv1alpha1.ClusterNetwork) error {
+	if _, err := bandwidth.Resolve(cn.Spec.Bandwidth, field.Path("spec.bandwidth")); err != nil {
+		return fmt.Errorf("bandwidth of ClusterNetwork %s: %w", cn.Name, err)
+	}
+	return nil
 }
 
 // SelectedNodes returns the sorted names of the nodes sel matches, leaving out nodes being

@@ -1,6 +1,7 @@
 package podnetwork
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
@@ -56,10 +58,14 @@ func ValidateParameters(pn *multinetworkv1.PodNetwork) error {
 	if err != nil {
 		return fmt.Errorf("spec.parameters: %w", err)
 	}
+	var errs []error
 	if _, err := netconf.RenderParameters(pn.Name, contract.CNIVersion, raw); err != nil {
-		return fmt.Errorf("spec.parameters: %w", err)
+		errs = append(errs, fmt.Errorf("spec.parameters: %w", err))
 	}
-	return nil
+	if _, err := bandwidth.ForPodNetwork(pn.Annotations); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // falseConditions lists the types of False conditions other than Ready and InUse.

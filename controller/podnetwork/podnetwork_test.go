@@ -54,6 +54,24 @@ func TestReadyCondition(t *testing.T) {
 			status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"bridge", "mtu"},
 		},
 		{
+			name: "invalid bandwidth annotation, with invalid parameters",
+			pn: func() *multinetworkv1.PodNetwork {
+				p := pn("blue", true, `{"type":"netclass-bridge","bridge":"blue0","mtu":5,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.10.1.0/24"}]]}}`)
+				p.Annotations = map[string]string{"netclass.dev/bandwidth": `{"capacity":"100M","max":"1G"}`}
+				return p
+			}(),
+			status: metav1.ConditionFalse, reason: "InvalidParameters", msgHas: []string{"mtu", "metadata.annotations[netclass.dev/bandwidth].max: 1000000000 exceeds the capacity"},
+		},
+		{
+			name: "valid bandwidth annotation",
+			pn: func() *multinetworkv1.PodNetwork {
+				p := pn("blue", true, bridgeParams)
+				p.Annotations = map[string]string{"netclass.dev/bandwidth": `{"capacity":"100M","default":"30M"}`}
+				return p
+			}(),
+			status: metav1.ConditionTrue, reason: "Ready",
+		},
+		{
 			name:   "another False condition",
 			pn:     pn("blue", true, bridgeParams, metav1.Condition{Type: "VendorCheck", Status: metav1.ConditionFalse}),
 			status: metav1.ConditionFalse, reason: "ConditionsNotReady", msgHas: []string{"VendorCheck"},

@@ -75,6 +75,10 @@ type Device struct {
 	DeviceID string `json:"deviceID,omitempty"`
 	// ConfList is the rendered CNI configuration list.
 	ConfList json.RawMessage `json:"confList"`
+	// Bandwidth is what the scheduler allocated to the claim on the device
+	// (consumedCapacity "bandwidth", bits/s; 0: none), the ceiling of the
+	// attachment's egress already folded into QoS.Base.
+	Bandwidth int64 `json:"bandwidth,omitempty"`
 	// QoS is the attachment's own qos (version 3; nil in migrated records).
 	QoS *DeviceQoS `json:"qos,omitempty"`
 	// Attachments are the CNI attachments made for the claim's pods.
@@ -83,8 +87,9 @@ type Device struct {
 
 // DeviceQoS is what the rule agent builds an attachment's rules on.
 type DeviceQoS struct {
-	// Base is the network's qos block with the claim's merged over it
-	// (nil: none); the NetworkQoS rules selecting the pod come on top.
+	// Base is the network's qos block with the claim's merged over it,
+	// under the ceiling of the claim's allocated bandwidth (nil: none); the
+	// NetworkQoS rules selecting the pod come on top.
 	Base *qos.Spec `json:"base,omitempty"`
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/shim/attachment"
@@ -46,6 +47,9 @@ type Network struct {
 	// (the admin's ClusterNetwork spec.allowStaticAddresses, or the
 	// PodNetwork annotation ncv1.AnnotationAllowStaticAddresses).
 	AllowStaticAddresses bool
+	// Bandwidth is the network's bandwidth per node, published as the
+	// device's consumable capacity (nil: none; conf/bandwidth).
+	Bandwidth *bandwidth.Policy
 	// StatusIgnored says why the object's status.config, which is not what
 	// this node runs, differs from what the node rendered ("" when equal).
 	StatusIgnored string
@@ -116,9 +120,14 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork, node *netspec.Node) (Netw
 	if err != nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
 	}
+	bw, err := bandwidth.ForPodNetwork(pn.Annotations)
+	if err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
+	}
 	n, s := describe(ref, pn.Labels, params, "")
 	n.holder = netspec.PodNetworkHolder(pn)
 	n.AllowStaticAddresses = pn.Annotations[ncv1.AnnotationAllowStaticAddresses] == "true"
+	n.Bandwidth = bw
 	return n, s
 }
 
@@ -150,8 +159,13 @@ func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet
 	if err != nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
 	}
+	bw, err := bandwidth.ForNetwork(n, cn) // valid: netspec.Network checked it
+	if err != nil {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
+	}
 	out, s := describe(ref, n.Labels, raw, n.Spec.ClusterNetworkName)
 	out.holder = netspec.NetworkHolder(n, cn)
+	out.Bandwidth = bw
 	out.AllowStaticAddresses = cn.Spec.AllowStaticAddresses
 	out.StatusIgnored = statusDiffers(n, cn)
 	return out, s

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/conf/netspec"
 )
 
@@ -59,6 +61,9 @@ func TestFromPodNetwork(t *testing.T) {
 		{name: "not a main plugin", pn: podNetwork("blue", `{"type":"netclass-qos"}`), reason: ReasonInvalidConfig},
 		{name: "no parameters", pn: podNetwork("blue", ``), reason: ReasonInvalidConfig},
 		{name: "name too long for an attribute", pn: podNetwork(strings.Repeat("a", 65), bridgeParams), reason: ReasonNameTooLong},
+		{name: "invalid bandwidth annotation", pn: podNetwork("blue", bridgeParams, func(p *mnv1.PodNetwork) {
+			p.Annotations = map[string]string{ncv1.AnnotationBandwidth: `{"capacity":"100M","step":"0"}`}
+		}), reason: ReasonInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, skip := FromPodNetwork("netclass", tc.pn, &netspec.Node{Index: 0})
@@ -148,6 +153,53 @@ func TestFromNetwork(t *testing.T) {
 			_, skip := FromNetwork("nets", tc.n, tc.cn, tc.nn, 0)
 			if skip == nil || skip.Reason != tc.reason {
 				t.Fatalf("skip = %v, want %s", skip, tc.reason)
+			}
+		})
+	}
+}
+
+// TestBandwidth: a PodNetwork's annotation and a Network's bandwidth over
+// its ClusterNetwork's become the descriptor's policy; none is nil.
+func TestBandwidth(t *testing.T) {
+	annotated := podNetwork("blue", bridgeParams, func(p *mnv1.PodNetwork) {
+		p.Annotations = map[string]string{ncv1.AnnotationBandwidth: `{"capacity":"100M","default":"30M","step":"10M"}`}
+	})
+	cn := clusterNetwork("overlay")
+	capacity, def := resource.MustParse("1G"), resource.MustParse("50M")
+	cn.Spec.Bandwidth = &ncv1.NetworkBandwidth{Capacity: &capacity, Default: &def}
+	lowered := network("a", "red", "overlay", "")
+	own := resource.MustParse("200M")
+	lowered.Spec.Bandwidth = &ncv1.NetworkBandwidth{Capacity: &own}
+	raised := network("a", "red", "overlay", "")
+	more := resource.MustParse("2G")
+	raised.Spec.Bandwidth = &ncv1.NetworkBandwidth{Capacity: &more}
+	nn := nodeNetwork("overlay", metav1.ConditionTrue)
+	for _, tc := range []struct {
+		name string
+		of   func() (Network, *Skip)
+		want *bandwidth.Policy
+		skip string
+	}{
+		{"podnetwork without", func() (Network, *Skip) { return FromPodNetwork("c", podNetwork("blue", bridgeParams), &netspec.Node{}) }, nil, ""},
+		{"podnetwork annotation", func() (Network, *Skip) { return FromPodNetwork("c", annotated, &netspec.Node{}) },
+			&bandwidth.Policy{Capacity: 100e6, Default: 30e6, Max: 100e6, Step: 10e6}, ""},
+		{"network inherits", func() (Network, *Skip) { return FromNetwork("c", network("a", "red", "overlay", ""), cn, nn, 0) },
+			&bandwidth.Policy{Capacity: 1e9, Default: 50e6, Max: 1e9}, ""},
+		{"network lowers", func() (Network, *Skip) { return FromNetwork("c", lowered, cn, nn, 0) },
+			&bandwidth.Policy{Capacity: 200e6, Default: 50e6, Max: 200e6}, ""},
+		{"network raises", func() (Network, *Skip) { return FromNetwork("c", raised, cn, nn, 0) }, nil, ReasonInvalidConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, skip := tc.of()
+			switch {
+			case tc.skip != "":
+				if skip == nil || skip.Reason != tc.skip {
+					t.Fatalf("skip = %v, want %s", skip, tc.skip)
+				}
+			case skip != nil:
+				t.Fatalf("not offered: %v", skip)
+			case (n.Bandwidth == nil) != (tc.want == nil) || n.Bandwidth != nil && *n.Bandwidth != *tc.want:
+				t.Fatalf("bandwidth = %+v, want %+v", n.Bandwidth, tc.want)
 			}
 		})
 	}

@@ -254,17 +254,29 @@ func (p *Plugin) device(ctx context.Context, claim *resourceapi.ResourceClaim, r
 	if cfg != nil {
 		dev.InterfaceName, dev.MAC, dev.IPs = cfg.InterfaceName, cfg.MAC, cfg.IPs
 	}
-	rules := p.qosRules(ctx, claim, net, podLabels)
-	conf, err := render.ConfList(render.Input{Network: net, Config: cfg, Rules: rules, DeviceID: offer.DeviceID})
+	dev.Bandwidth = Allocated(res)
+	in := render.Input{Network: net, Config: cfg, Rules: p.qosRules(ctx, claim, net, podLabels), DeviceID: offer.DeviceID, Allocated: dev.Bandwidth}
+	conf, err := render.ConfList(in)
 	if err != nil {
 		return dev, fmt.Errorf("request %s: %w", res.Request, err)
 	}
-	base, err := render.BaseQoS(net, cfg) // valid: ConfList rendered it
+	base, err := render.AttachmentQoS(in) // valid: ConfList rendered it
 	if err != nil {
 		return dev, fmt.Errorf("request %s: %w", res.Request, err)
 	}
 	dev.ConfList, dev.QoS = conf, &checkpoint.DeviceQoS{Base: base}
 	return dev, nil
+}
+
+// Allocated is the bandwidth the scheduler allocated to the request on the
+// device, in bits/s (its consumedCapacity "bandwidth", rounded up to whole
+// bits; 0 when it consumed none).
+func Allocated(res resourceapi.DeviceRequestAllocationResult) int64 {
+	q, ok := res.ConsumedCapacity[contract.CapacityBandwidth]
+	if !ok || q.Sign() <= 0 {
+		return 0
+	}
+	return q.Value()
 }
 
 func (p *Plugin) qosRules(ctx context.Context, claim *resourceapi.ResourceClaim, net network.Network, podLabels map[string]string) []qos.Rule {

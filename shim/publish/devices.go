@@ -12,9 +12,11 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
 	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -116,6 +118,29 @@ func Attributes(n network.Network) map[resourceapi.QualifiedName]resourceapi.Dev
 	return attrs
 }
 
+// Capacity is the consumable capacity of a shared network device: its
+// bandwidth per node and the request policy the scheduler applies to every
+// claim's request (nil: the network declares none). A range policy always
+// carries a default, as the API requires: what a claim without a request
+// is allocated. Single-use devices (slots, VFs) carry none: each is one
+// claim's, and consumable capacity needs allowMultipleAllocations.
+func Capacity(p *bandwidth.Policy) map[resourceapi.QualifiedName]resourceapi.DeviceCapacity {
+	if p == nil {
+		return nil
+	}
+	quantity := func(v int64) *resource.Quantity { q := bandwidth.Quantity(v); return &q }
+	rng := &resourceapi.CapacityRequestPolicyRange{Min: quantity(p.Min), Max: quantity(p.Max)}
+	if p.Step > 0 {
+		rng.Step = quantity(p.Step)
+	}
+	return map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+		contract.CapacityBandwidth: {
+			Value:         bandwidth.Quantity(p.Capacity),
+			RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: quantity(p.Default), ValidRange: rng},
+		},
+	}
+}
+
 func str(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: &s} }
 
 func integer(i int) resourceapi.DeviceAttribute {
@@ -170,7 +195,8 @@ func Build(nets []network.Network, vfs map[string][]VF, mode Mode, slots int) ([
 			}
 		case mode == Shared:
 			shared := true
-			b.add(resourceapi.Device{Name: base, Attributes: Attributes(n), AllowMultipleAllocations: &shared}, network.Offer{Network: n})
+			b.add(resourceapi.Device{Name: base, Attributes: Attributes(n), Capacity: Capacity(n.Bandwidth), AllowMultipleAllocations: &shared},
+				network.Offer{Network: n})
 		default:
 			for i := range slots {
 				b.add(resourceapi.Device{Name: SlotName(base, i), Attributes: Attributes(n)}, network.Offer{Network: n})

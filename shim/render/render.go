@@ -37,6 +37,10 @@ type Input struct {
 	// DeviceID is the SR-IOV VF allocated ("" for other networks): it is
 	// passed through the "deviceID" capability, as sriov-cni's is.
 	DeviceID string
+	// Allocated is the bandwidth the scheduler allocated to the claim on the
+	// device (its consumedCapacity "bandwidth", bits/s; 0: none): the
+	// ceiling of the attachment's egress (Ceiling).
+	Allocated int64
 }
 
 // ConfList renders the configuration list: the main plugin with the network's
@@ -53,7 +57,7 @@ func ConfList(in Input) ([]byte, error) {
 	if err := json.Unmarshal(in.Network.Config, &main); err != nil {
 		return nil, fmt.Errorf("render %s: main plugin configuration: %w", in.Network.Ref, err)
 	}
-	eff, err := BaseQoS(in.Network, in.Config)
+	eff, err := AttachmentQoS(in)
 	if err != nil {
 		return nil, err
 	}

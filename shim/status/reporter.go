@@ -51,7 +51,7 @@ func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.Resourc
 	entries := make([]Entry, 0, len(devices))
 	for _, d := range devices {
 		entries = append(entries, Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network,
-			Reason: entryReason(err, ReasonPrepare), Message: msg})
+			Bandwidth: d.Bandwidth, Reason: entryReason(err, ReasonPrepare), Message: msg})
 	}
 	if werr := r.Status.Write(ctx, claim.Namespace, claim.Name, entries); werr != nil {
 		klog.FromContext(ctx).Error(werr, "Writing the failure into the claim's status failed", "claim", klog.KObj(claim))
@@ -88,7 +88,7 @@ func (r *Reporter) PodEvent(p checkpoint.Pod, eventType, reason, message string)
 func Entries(c *checkpoint.Claim, failures map[string]error) []Entry {
 	var out []Entry
 	for _, d := range c.Devices {
-		e := Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network}
+		e := Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network, Bandwidth: d.Bandwidth}
 		if err, failed := failures[d.Device]; failed {
 			e.Reason, e.Message = entryReason(err, ReasonAttach), err.Error()
 			out = append(out, e)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -44,10 +45,13 @@ type Entry struct {
 	MAC           string
 	IPs           []string
 	// Pods are each pod's interface, when several pods share the claim.
-	Pods    []contract.PodInterface
-	Ready   bool
-	Reason  string
-	Message string
+	Pods []contract.PodInterface
+	// Bandwidth is what the scheduler allocated to the claim on the device
+	// (bits/s; 0: none).
+	Bandwidth int64
+	Ready     bool
+	Reason    string
+	Message   string
 }
 
 // Apply builds the apply configuration of a claim's status with the entries.
@@ -67,7 +71,8 @@ func Apply(namespace, name string, entries []Entry, now time.Time) (*resourceac.
 }
 
 func deviceStatus(e Entry, now time.Time) (*resourceac.AllocatedDeviceStatusApplyConfiguration, error) {
-	data, err := json.Marshal(contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace, NetworkClass: e.Network.Class, Pods: e.Pods})
+	data, err := json.Marshal(contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace,
+		NetworkClass: e.Network.Class, Pods: e.Pods, Bandwidth: bandwidthText(e.Bandwidth)})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +102,9 @@ func condition(e Entry, now time.Time) *metav1ac.ConditionApplyConfiguration {
 		}
 		if msg == "" {
 			msg = fmt.Sprintf("%s attached as %s", e.Network, e.InterfaceName)
+			if e.Bandwidth > 0 {
+				msg += fmt.Sprintf(", %s bit/s of bandwidth allocated (its egress ceiling)", bandwidthText(e.Bandwidth))
+			}
 		}
 	}
 	if len(msg) > 32768 {
@@ -104,6 +112,15 @@ func condition(e Entry, now time.Time) *metav1ac.ConditionApplyConfiguration {
 	}
 	return metav1ac.Condition().WithType(ConditionReady).WithStatus(status).
 		WithReason(reason).WithMessage(msg).WithLastTransitionTime(metav1.NewTime(now))
+}
+
+// bandwidthText is an allocation as a quantity ("30M"; "" for none).
+func bandwidthText(bits int64) string {
+	if bits <= 0 {
+		return ""
+	}
+	q := bandwidth.Quantity(bits)
+	return q.String()
 }
 
 // Writer applies claim statuses with bounded retries.

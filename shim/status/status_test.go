@@ -31,6 +31,9 @@ func TestApply(t *testing.T) {
 		{Pool: "node1", Device: "red-2",
 			Network: attachment.NetworkRef{Class: "nets", Kind: "Network", Namespace: "tenant-a", Name: "red"},
 			Reason:  ReasonNamespace, Message: "refused"},
+		{Pool: "node1", Device: "green-3", ShareID: "share-3", Bandwidth: 30_000_000,
+			Network:       attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "green"},
+			InterfaceName: "net2", Ready: true},
 	}
 	ac, err := Apply("ns", "claim", entries, now)
 	if err != nil {
@@ -49,7 +52,7 @@ func TestApply(t *testing.T) {
 		t.Fatalf("identity: %s", raw)
 	}
 	devs := got.Status.Devices
-	if len(devs) != 2 {
+	if len(devs) != 3 {
 		t.Fatalf("devices: %s", raw)
 	}
 	d := devs[0]
@@ -72,6 +75,16 @@ func TestApply(t *testing.T) {
 	if string(f.Data.Raw) != `{"podNetwork":"red","podNetworkNamespace":"tenant-a","networkClass":"nets"}` {
 		t.Fatalf("data: %s", f.Data.Raw)
 	}
+	bw := devs[2]
+	if string(bw.Data.Raw) != `{"podNetwork":"green","networkClass":"netclass","bandwidth":"30M"}` {
+		t.Fatalf("data of a device with allocated bandwidth: %s", bw.Data.Raw)
+	}
+	if m := bw.Conditions[0].Message; !strings.Contains(m, "30M bit/s of bandwidth allocated") {
+		t.Fatalf("Ready message of a device with allocated bandwidth: %q", m)
+	}
+	if strings.Contains(d.Conditions[0].Message, "bandwidth") {
+		t.Fatalf("Ready message of a device without allocated bandwidth: %q", d.Conditions[0].Message)
+	}
 	// No entries: the apply names no device, so server-side apply removes
 	// the ones the manager owned.
 	ac, _ = Apply("ns", "claim", nil, now)
@@ -93,7 +106,7 @@ func TestEntries(t *testing.T) {
 			{SandboxID: "newest", State: checkpoint.Adding},
 		}},
 		{Pool: "p", Device: "d2"},
-		{Pool: "p", Device: "d3"},
+		{Pool: "p", Device: "d3", Bandwidth: 5},
 	}}
 	got := Entries(c, map[string]error{"d3": reasoned{errors.New("boom")}})
 	if len(got) != 2 {
@@ -109,7 +122,7 @@ func TestEntries(t *testing.T) {
 	if ps := Entries(c, nil)[0].Pods; ps != nil {
 		t.Errorf("a claim of one pod lists its pods: %+v", ps)
 	}
-	if got[1].Device != "d3" || got[1].Ready || got[1].Reason != "Special" || got[1].Message != "boom" {
+	if got[1].Device != "d3" || got[1].Ready || got[1].Reason != "Special" || got[1].Message != "boom" || got[1].Bandwidth != 5 {
 		t.Errorf("d3: %+v", got[1])
 	}
 }

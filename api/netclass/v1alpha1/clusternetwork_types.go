@@ -98,6 +98,15 @@ type ClusterNetworkSpec struct {
 	// +optional
 	QoS *InterfaceQoS `json:"qos,omitempty"`
 
+	// bandwidth is the bandwidth each of its Networks offers on each node,
+	// published as the DRA consumable capacity "bandwidth" of the Network's
+	// device (capacity, and the request policy: default, min, max, step).
+	// A Network's own bandwidth overrides it field by field and may only
+	// lower the capacity. Unset: the Networks publish no capacity (unless
+	// they set their own), and their claims are not shaped by allocation.
+	// +optional
+	Bandwidth *NetworkBandwidth `json:"bandwidth,omitempty"`
+
 	// allowStaticAddresses lets ResourceClaims on the Networks of this
 	// ClusterNetwork choose a static MAC address or static IPs (the mac and
 	// ips of their AttachmentConfig). Off by default: a claim could otherwise

@@ -97,6 +97,12 @@ type NetworkSpec struct {
 	// +optional
 	QoS *InterfaceQoS `json:"qos,omitempty"`
 
+	// bandwidth overrides its ClusterNetwork's bandwidth field by field; its
+	// capacity must not exceed the ClusterNetwork's (the tenant shares the
+	// admin's uplink, and cannot promise more of it).
+	// +optional
+	Bandwidth *NetworkBandwidth `json:"bandwidth,omitempty"`
+
 	// mtu of the pod interfaces; at most the MTU the nodes report in their
 	// NodeNetworks.
 	// +kubebuilder:validation:Minimum=68

@@ -36,6 +36,13 @@ type ClusterNetworkSpecApplyConfiguration struct {
 	// qos is the default interface QoS of the Networks under this
 	// ClusterNetwork. A Network's own qos fields override it field by field.
 	QoS *InterfaceQoSApplyConfiguration `json:"qos,omitempty"`
+	// bandwidth is the bandwidth each of its Networks offers on each node,
+	// published as the DRA consumable capacity "bandwidth" of the Network's
+	// device (capacity, and the request policy: default, min, max, step).
+	// A Network's own bandwidth overrides it field by field and may only
+	// lower the capacity. Unset: the Networks publish no capacity (unless
+	// they set their own), and their claims are not shaped by allocation.
+	Bandwidth *NetworkBandwidthApplyConfiguration `json:"bandwidth,omitempty"`
 	// allowStaticAddresses lets ResourceClaims on the Networks of this
 	// ClusterNetwork choose a static MAC address or static IPs (the mac and
 	// ips of their AttachmentConfig). Off by default: a claim could otherwise
@@ -95,6 +102,14 @@ func (b *ClusterNetworkSpecApplyConfiguration) WithIPAM(value runtime.RawExtensi
 // If called multiple times, the QoS field is set to the value of the last call.
 func (b *ClusterNetworkSpecApplyConfiguration) WithQoS(value *InterfaceQoSApplyConfiguration) *ClusterNetworkSpecApplyConfiguration {
 	b.QoS = value
+	return b
+}
+
+// WithBandwidth sets the Bandwidth field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Bandwidth field is set to the value of the last call.
+func (b *ClusterNetworkSpecApplyConfiguration) WithBandwidth(value *NetworkBandwidthApplyConfiguration) *ClusterNetworkSpecApplyConfiguration {
+	b.Bandwidth = value
 	return b
 }
 

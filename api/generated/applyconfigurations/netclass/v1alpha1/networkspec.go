@@ -31,6 +31,10 @@ type NetworkSpecApplyConfiguration struct {
 	IPAM *runtime.RawExtension `json:"ipam,omitempty"`
 	// qos overrides the ClusterNetwork's default interface QoS field by field.
 	QoS *InterfaceQoSApplyConfiguration `json:"qos,omitempty"`
+	// bandwidth overrides its ClusterNetwork's bandwidth field by field; its
+	// capacity must not exceed the ClusterNetwork's (the tenant shares the
+	// admin's uplink, and cannot promise more of it).
+	Bandwidth *NetworkBandwidthApplyConfiguration `json:"bandwidth,omitempty"`
 	// mtu of the pod interfaces; at most the MTU the nodes report in their
 	// NodeNetworks.
 	MTU *int32 `json:"mtu,omitempty"`
@@ -79,6 +83,14 @@ func (b *NetworkSpecApplyConfiguration) WithIPAM(value runtime.RawExtension) *Ne
 // If called multiple times, the QoS field is set to the value of the last call.
 func (b *NetworkSpecApplyConfiguration) WithQoS(value *InterfaceQoSApplyConfiguration) *NetworkSpecApplyConfiguration {
 	b.QoS = value
+	return b
+}
+
+// WithBandwidth sets the Bandwidth field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Bandwidth field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithBandwidth(value *NetworkBandwidthApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.Bandwidth = value
 	return b
 }
 
