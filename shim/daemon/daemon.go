@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"time"
 
+	mnpinformers "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +92,9 @@ type Daemon struct {
 	peerFac informers.SharedInformerFactory
 	// polFac caches the NetworkPolicies labelled for netclass: the others
 	// are never seen (KEP-5790's filtering at the informer).
-	polFac    informers.SharedInformerFactory
+	polFac informers.SharedInformerFactory
+	// multiFac caches the MultiNetworkPolicies (nil: not served).
+	multiFac  mnpinformers.SharedInformerFactory
 	peers     peers.Listers
 	nodes     coreinformers.NodeInformer
 	publisher *publish.Publisher
@@ -241,6 +243,9 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 			o.LabelSelector = labels.SelectorFromSet(labels.Set{contract.PolicyControllerLabel: contract.PolicyController}).String()
 		}))
 	d.polFac.Networking().V1().NetworkPolicies().Informer()
+	if err := d.multiInformer(ctx); err != nil {
+		return err
+	}
 	if d.peers, err = peers.NewListers(d.peerFac); err != nil {
 		return err
 	}
@@ -303,24 +308,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer serve(ctx, eps, listeners)()
 	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
 	defer d.events.Shutdown()
-	d.factory.Start(ctx.Done())
-	d.nodeFac.Start(ctx.Done())
-	d.podFac.Start(ctx.Done())
-	d.peerFac.Start(ctx.Done())
-	d.polFac.Start(ctx.Done())
-	defer d.factory.Shutdown()
-	defer d.nodeFac.Shutdown()
-	defer d.podFac.Shutdown()
-	defer d.peerFac.Shutdown()
-	defer d.polFac.Shutdown()
-	for _, synced := range []map[reflect.Type]bool{d.factory.WaitForCacheSync(ctx.Done()), d.nodeFac.WaitForCacheSync(ctx.Done()),
-		d.podFac.WaitForCacheSync(ctx.Done()), d.peerFac.WaitForCacheSync(ctx.Done()), d.polFac.WaitForCacheSync(ctx.Done())} {
-		for typ, ok := range synced {
-			if !ok {
-				return fmt.Errorf("informer cache of %v did not sync", typ)
-			}
-		}
+	stopInformers, err := d.startInformers(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopInformers()
 	if err := d.publisher.Prime(ctx); err != nil {
 		return err
 	}
