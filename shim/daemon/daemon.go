@@ -143,6 +143,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err := d.informers(ctx); err != nil {
 		return nil, err
 	}
+	if err := d.multiInformer(ctx); err != nil {
+		return nil, err
+	}
 	d.plugins(ctx)
 	if len(problems) > 0 {
 		d.runtime.GCBlocked = fmt.Sprintf("%d checkpoint record(s) in %s could not be read and were set aside (*.corrupt)",
@@ -243,9 +246,6 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 			o.LabelSelector = labels.SelectorFromSet(labels.Set{contract.PolicyControllerLabel: contract.PolicyController}).String()
 		}))
 	d.polFac.Networking().V1().NetworkPolicies().Informer()
-	if err := d.multiInformer(ctx); err != nil {
-		return err
-	}
 	if d.peers, err = peers.NewListers(d.peerFac); err != nil {
 		return err
 	}

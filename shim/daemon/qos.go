@@ -67,20 +67,26 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		UpdateFunc: func(any, any) { agent.Trigger() },
 		DeleteFunc: func(any) { agent.Trigger() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{
+	for _, inf := range d.agentInputs() {
+		inf.AddEventHandler(trigger)
+	}
+	return agent
+}
+
+// agentInputs are the informers whose changes ask the agent for a sync.
+func (d *Daemon) agentInputs() []cache.SharedIndexInformer {
+	infs := []cache.SharedIndexInformer{
 		d.factory.Netclass().V1alpha1().NetworkQoSes().Informer(),
 		d.podFac.Core().V1().Pods().Informer(),
 		d.peerFac.Core().V1().Pods().Informer(),
 		d.peerFac.Core().V1().Namespaces().Informer(),
 		d.peerFac.Resource().V1().ResourceClaims().Informer(),
-		netpols.Informer(),
-	} {
-		inf.AddEventHandler(trigger)
+		d.polFac.Networking().V1().NetworkPolicies().Informer(),
 	}
 	if d.multiFac != nil {
-		d.multiFac.K8sCniCncfIo().V1beta1().MultiNetworkPolicies().Informer().AddEventHandler(trigger)
+		infs = append(infs, d.multiFac.K8sCniCncfIo().V1beta1().MultiNetworkPolicies().Informer())
 	}
-	return agent
+	return infs
 }
 
 // nodePods reads this node's pods from their informer cache.
