@@ -234,17 +234,33 @@ func multi(p *networkingv1.NetworkPolicy, policyFor *string) *mnpv1beta1.MultiNe
 	return &m
 }
 
+// webAndOther are two labelled policies selecting app=server: web admits
+// app=client on the named port http, other admits app=other.
+func webAndOther() (web, other *networkingv1.NetworkPolicy) {
+	web = policy("web", func(p *networkingv1.NetworkPolicy) {
+		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("client")},
+			Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil)}}}
+	})
+	other = policy("other", func(p *networkingv1.NetworkPolicy) {
+		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("other")}}}
+	})
+	return web, other
+}
+
+// labelledMulti is the policy as a MultiNetworkPolicy without policy-for,
+// with the netclass label and the NetworkPolicy scoping annotation.
+func labelledMulti(p *networkingv1.NetworkPolicy) *mnpv1beta1.MultiNetworkPolicy {
+	m := multi(p, nil)
+	m.Labels = p.Labels
+	m.Annotations = map[string]string{contract.AnnotationPolicyNetworks: "blue"}
+	return m
+}
+
 func TestCompileAllMulti(t *testing.T) {
 	target := Target{Namespace: "t1", Labels: map[string]string{"app": "server"}, Network: blue,
 		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
 	res := peersByLabel{"client": "10.0.0.2", "other": "10.0.0.3"}
-	web := policy("web", func(p *networkingv1.NetworkPolicy) {
-		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("client")},
-			Ports: []networkingv1.NetworkPolicyPort{tcp(intstr.FromString("http"), nil)}}}
-	})
-	other := policy("other", func(p *networkingv1.NetworkPolicy) {
-		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("other")}}}
-	})
+	web, other := webAndOther()
 	webPlan, _, err := Compile([]*networkingv1.NetworkPolicy{web}, target, res)
 	if err != nil || !webPlan.Ingress.Isolated || len(webPlan.Ingress.Allow) != 1 {
 		t.Fatalf("the labelled policy's plan: %+v, %v", webPlan, err)
@@ -263,13 +279,8 @@ func TestCompileAllMulti(t *testing.T) {
 			want: webPlan, mnps: []string{"web"}},
 		{name: "policy-for naming another network: ignored", in: Policies{Multi: []*mnpv1beta1.MultiNetworkPolicy{multi(web, ptr.To("red, t1/blue"))}}},
 		{name: "no policy-for: ignored", in: Policies{Multi: []*mnpv1beta1.MultiNetworkPolicy{multi(web, nil)}}},
-		{name: "the label or the netclass annotation of a NetworkPolicy do not make it apply", in: Policies{Multi: []*mnpv1beta1.MultiNetworkPolicy{
-			func() *mnpv1beta1.MultiNetworkPolicy {
-				m := multi(web, nil)
-				m.Labels = web.Labels
-				m.Annotations = map[string]string{contract.AnnotationPolicyNetworks: "blue"}
-				return m
-			}()}}},
+		{name: "the label or the netclass annotation of a NetworkPolicy do not make it apply",
+			in: Policies{Multi: []*mnpv1beta1.MultiNetworkPolicy{labelledMulti(web)}}},
 		{name: "the union with a labelled NetworkPolicy: NetworkPolicies first", in: Policies{
 			NetworkPolicies: []*networkingv1.NetworkPolicy{web}, Multi: []*mnpv1beta1.MultiNetworkPolicy{multi(other, ptr.To("blue"))}},
 			want: bothPlan, nps: []string{"web"}, mnps: []string{"other"}},
