@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,9 +11,11 @@ import (
 
 	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	mnpclient "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
@@ -48,6 +51,34 @@ func TestMultiNetworkPolicyTruthTable(t *testing.T) {
 	if median := logEffects(t, effects); median > time.Second {
 		t.Errorf("MultiNetworkPolicy changes in effect after %v (median), want within 1s", median.Round(time.Millisecond))
 	}
+	unenforceableMulti(t, e, b, client, written)
+}
+
+// unenforceableMulti: a rule of a MultiNetworkPolicy netclass cannot
+// compile (a named port to an ipBlock) is left out, and the Warning Event
+// is on the MultiNetworkPolicy.
+func unenforceableMulti(t *testing.T, e *harness.Env, b *polBed, client mnpclient.Interface, written map[string]bool) {
+	t.Helper()
+	b.applyMulti(t, client, written, pols(np(b.nsA, "named-egress", map[string]string{"app": "client"}, egressOnly,
+		to(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: b.subnet}}, port(corev1.ProtocolTCP, intstr.FromString("http"), nil)))))
+	client1 := b.pods[1]
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "a NotEnforced Event on the MultiNetworkPolicy",
+		func(ctx context.Context) (bool, string, error) {
+			evs, err := e.Kube.CoreV1().Events(b.nsA).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=named-egress"})
+			if err != nil {
+				return false, "", err
+			}
+			var seen []string
+			for _, ev := range evs.Items {
+				seen = append(seen, ev.InvolvedObject.Kind+" "+ev.Reason+": "+ev.Message)
+				if ev.InvolvedObject.Kind == "MultiNetworkPolicy" && ev.InvolvedObject.APIVersion == "k8s.cni.cncf.io/v1beta1" &&
+					ev.Type == corev1.EventTypeWarning && ev.Reason == contract.ReasonPolicyNotEnforced &&
+					strings.Contains(ev.Message, client1.String()) {
+					return true, "", nil
+				}
+			}
+			return false, strings.Join(seen, "; "), nil
+		})
 }
 
 // waitNone: no NetworkPolicy applies to the bed's pods (the scenarios are
