@@ -81,6 +81,21 @@ func unenforceableMulti(t *testing.T, e *harness.Env, b *polBed, client mnpclien
 		})
 }
 
+// TestNetworkPolicySurvivesSIGKILL with the policies written as
+// MultiNetworkPolicies naming the bed's network: the kill during edits
+// converges to the plans the objects give (the MultiNetworkPolicies
+// compiled here), never opening the port no policy opens.
+func TestMultiNetworkPolicySurvivesSIGKILL(t *testing.T) {
+	e := harness.Shared(t)
+	b := newPolBed(t, e)
+	client, err := mnpclient.NewForConfig(e.Rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]bool{}
+	survivesSIGKILL(t, e, b, func(ps []*networkingv1.NetworkPolicy) { b.applyMulti(t, client, written, ps) })
+}
+
 // waitNone: no NetworkPolicy applies to the bed's pods (the scenarios are
 // all MultiNetworkPolicies).
 func (b *polBed) waitNone(t *testing.T, e *harness.Env, what string) {
