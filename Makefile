@@ -124,6 +124,7 @@ test-helm: $(HELM)
 # After changing the chart (or conf/crd): the CRDs and the golden files, rewritten.
 helm-golden: $(HELM)
 	cp conf/crd/*.yaml $(CHART)/crds/
+	cp conf/crd/thirdparty/*.yaml $(CHART)/crds/thirdparty/
 	$(HELM) template netclass $(CHART) --namespace netclass-system > $(CHART_GOLDEN)/default.yaml
 	$(HELM) template netclass $(CHART) --namespace netclass-system -f $(CHART_GOLDEN)/custom-values.yaml > $(CHART_GOLDEN)/custom.yaml
 

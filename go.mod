@@ -8,6 +8,7 @@ require (
 	github.com/containernetworking/plugins v1.9.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/nftables v0.3.0
+	github.com/k8snetworkplumbingwg/multi-networkpolicy v1.0.1
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2

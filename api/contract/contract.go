@@ -117,6 +117,12 @@ const (
 	// namespace/name of Networks. Without it the policy applies on every
 	// netclass network of the pods it selects.
 	AnnotationPolicyNetworks = DriverName + "/networks"
+	// AnnotationPolicyFor names the networks a MultiNetworkPolicy
+	// (k8s.cni.cncf.io/v1beta1) applies to: a comma-separated list, each
+	// entry a PodNetwork's name, a Network's namespace/name, or a bare
+	// name of a Network in the policy's own namespace. A MultiNetworkPolicy
+	// naming no netclass network is not netclass's.
+	AnnotationPolicyFor = "k8s.v1.cni.cncf.io/policy-for"
 	// ReasonPolicyNotEnforced: a rule of a policy could not be compiled for
 	// a pod it selects and is left out (what it allows stays closed);
 	// ReasonPolicyEnforceFailed: the pod's table could not be written. Both

@@ -19,6 +19,9 @@ type DebugAttachment struct {
 	Network         string   `json:"network"`
 	NetworkQoS      []string `json:"networkQoS,omitempty"`
 	NetworkPolicies []string `json:"networkPolicies,omitempty"`
+	// MultiNetworkPolicies names the MultiNetworkPolicies whose policy-for
+	// names the attachment's network and that select its pod.
+	MultiNetworkPolicies []string `json:"multiNetworkPolicies,omitempty"`
 	// NotEnforced lists the policy rules left out, QoSIgnored the QoS
 	// rules; Error says why the attachment does not hold its rules.
 	NotEnforced string `json:"notEnforced,omitempty"`

@@ -111,6 +111,7 @@ func draCalls() []apiCall {
 	add(calls(mod+"shim/nodenetwork", `r\.API\.ApplyStatus\(ctx`, nc, "nodenetworks/status", "patch"))
 	add(calls(mod+"shim/qosstatus", `\.ApplyStatus\(ctx, ac,`, nc, "networkqoses/status", "patch"))
 	add(calls(mod+"shim/daemon", `polFac\.Networking\(\)\.V1\(\)\.NetworkPolicies\(\)`, "networking.k8s.io", "networkpolicies", "list", "watch"))
+	add(calls(mod+"shim/daemon", `multiFac\.K8sCniCncfIo\(\)\.V1beta1\(\)\.MultiNetworkPolicies\(\)`, "k8s.cni.cncf.io", "multi-networkpolicies", "list", "watch"))
 	return c
 }
 
@@ -157,6 +158,7 @@ var accessors = map[string]need{
 	"NetworkClasses": {group: mn, resource: "networkclasses"}, "PodNetworks": {group: mn, resource: "podnetworks"},
 	"ClusterNetworks": {group: nc, resource: "clusternetworks"}, "NodeNetworks": {group: nc, resource: "nodenetworks"},
 	"Networks": {group: nc, resource: "networks"}, "NetworkQoSes": {group: nc, resource: "networkqoses"},
+	"MultiNetworkPolicies": {group: "k8s.cni.cncf.io", resource: "multi-networkpolicies"},
 }
 
 var verbs = map[string][2]string{ // method → verb, subresource
@@ -166,8 +168,8 @@ var verbs = map[string][2]string{ // method → verb, subresource
 }
 
 var (
-	// informer factories: .V1().Pods() / .V1alpha1().Networks()
-	informerRE = regexp.MustCompile(`\.V1(?:alpha1)?\(\)\.(\w+)\(\)`)
+	// informer factories: .V1().Pods() / .V1alpha1().Networks() / .V1beta1().MultiNetworkPolicies()
+	informerRE = regexp.MustCompile(`\.V1(?:alpha1|beta1)?\(\)\.(\w+)\(\)`)
 	// typed clients called at once: CoreV1().Pods(ns).Get(ctx
 	clientRE = regexp.MustCompile(`(?:CoreV1|ResourceV1|NetclassV1alpha1|MultinetworkV1|NetworkingV1)\(\)\.(\w+)\([^()]*\)\.(\w+)\(ctx`)
 )

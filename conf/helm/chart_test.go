@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -114,26 +115,49 @@ func TestDefaultRenderIsConfDeploy(t *testing.T) {
 	}
 }
 
-// crds/ of the chart is conf/crd, file for file.
+// crds/ of the chart is conf/crd, file for file, and crds/thirdparty is
+// conf/crd/thirdparty (the CRDs of other projects' APIs netclass reads).
 func TestChartCRDsAreConfCRD(t *testing.T) {
-	want := glob(t, "../crd/*.yaml")
-	got := glob(t, "netclass/crds/*.yaml")
-	base := func(fs []string) []string {
-		out := make([]string, len(fs))
-		for i, f := range fs {
-			out[i] = filepath.Base(f)
+	for _, dir := range []string{"", "thirdparty"} {
+		want := glob(t, filepath.Join("../crd", dir, "*.yaml"))
+		got := glob(t, filepath.Join("netclass/crds", dir, "*.yaml"))
+		base := func(fs []string) []string {
+			out := make([]string, len(fs))
+			for i, f := range fs {
+				out[i] = filepath.Base(f)
+			}
+			return out
 		}
-		return out
-	}
-	if !slices.Equal(base(got), base(want)) {
-		t.Fatalf("chart crds %v, conf/crd %v", base(got), base(want))
-	}
-	for _, f := range want {
-		a, _ := os.ReadFile(f)
-		b, _ := os.ReadFile(filepath.Join("netclass/crds", filepath.Base(f)))
-		if !bytes.Equal(a, b) {
-			t.Errorf("netclass/crds/%s differs from conf/crd (cp conf/crd/*.yaml conf/helm/netclass/crds/)", filepath.Base(f))
+		if !slices.Equal(base(got), base(want)) {
+			t.Fatalf("chart crds/%s %v, conf/crd/%s %v", dir, base(got), dir, base(want))
 		}
+		for _, f := range want {
+			a, _ := os.ReadFile(f)
+			b, _ := os.ReadFile(filepath.Join("netclass/crds", dir, filepath.Base(f)))
+			if !bytes.Equal(a, b) {
+				t.Errorf("netclass/crds/%s differs from conf/crd (make helm-golden)", filepath.Join(dir, filepath.Base(f)))
+			}
+		}
+	}
+}
+
+// conf/crd/thirdparty's MultiNetworkPolicy CRD is the one the module whose
+// Go types netclass-dra reads ships (its scheme.yml), byte for byte.
+func TestMultiNetworkPolicyCRDIsTheModules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/k8snetworkplumbingwg/multi-networkpolicy").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "scheme.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../crd/thirdparty/k8s.cni.cncf.io_multi-networkpolicies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("conf/crd/thirdparty/k8s.cni.cncf.io_multi-networkpolicies.yaml differs from the module's scheme.yml")
 	}
 }
 

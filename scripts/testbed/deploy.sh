@@ -106,7 +106,7 @@ apply() {
   import_image "$@"
   log "applying conf/crd/"
   local crds=() f
-  for f in "$repo"/conf/crd/*.yaml; do crds+=(-f "$f"); done   # not its testdata/
+  for f in "$repo"/conf/crd/*.yaml "$repo"/conf/crd/thirdparty/*.yaml; do crds+=(-f "$f"); done   # not its testdata/
   "${KUBECTL[@]}" apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" "${crds[@]}" >/dev/null
   "${KUBECTL[@]}" wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null
   log "applying conf/deploy/ (API server $NODE_IP:$APISERVER_PORT, controller on the host network, netns under $STATE_DIR)"

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	mnpinformers "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,7 +91,9 @@ type Daemon struct {
 	peerFac informers.SharedInformerFactory
 	// polFac caches the NetworkPolicies labelled for netclass: the others
 	// are never seen (KEP-5790's filtering at the informer).
-	polFac    informers.SharedInformerFactory
+	polFac informers.SharedInformerFactory
+	// multiFac caches the MultiNetworkPolicies (nil: not served).
+	multiFac  mnpinformers.SharedInformerFactory
 	peers     peers.Listers
 	nodes     coreinformers.NodeInformer
 	publisher *publish.Publisher
@@ -137,6 +140,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	if err := d.informers(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.multiInformer(ctx); err != nil {
 		return nil, err
 	}
 	d.plugins(ctx)

@@ -18,7 +18,7 @@ import (
 func TestAttachmentsHandler(t *testing.T) {
 	outs := []ruleagent.Outcome{{Pod: types.NamespacedName{Namespace: "t1", Name: "web"}, IfName: "net1",
 		Network: attachment.NetworkRef{Kind: "PodNetwork", Name: "blue"}, Selected: []string{"gold"},
-		Policies: []string{"deny", "web"}, PolicyIgnored: errors.New("NetworkPolicy t1/web egress[0]: x")}}
+		Policies: []string{"deny", "web"}, MultiPolicies: []string{"m"}, PolicyIgnored: errors.New("NetworkPolicy t1/web egress[0]: x")}}
 	rec := httptest.NewRecorder()
 	attachmentsHandler(func() []ruleagent.Outcome { return outs }).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/attachments", nil))
 	var doc contract.DebugAttachments
@@ -30,6 +30,7 @@ func TestAttachmentsHandler(t *testing.T) {
 	}
 	a := doc.Attachments[0]
 	if a.Pod != "t1/web" || a.Interface != "net1" || !slices.Equal(a.NetworkPolicies, []string{"deny", "web"}) ||
+		!slices.Equal(a.MultiNetworkPolicies, []string{"m"}) ||
 		!slices.Equal(a.NetworkQoS, []string{"gold"}) || a.NotEnforced == "" || a.Error != "" || a.Network == "" {
 		t.Errorf("attachment %+v", a)
 	}

@@ -22,11 +22,11 @@ import (
 	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
-// newQoSAgent builds the agent over the daemon's caches, NetworkQoS and
-// the NetworkPolicies labelled for netclass, and asks it for a sync
-// whenever one of its inputs changes: a NetworkQoS, a NetworkPolicy, a
-// pod's labels, a namespace's labels, a claim (peer addresses), a pod
-// attached.
+// newQoSAgent builds the agent over the daemon's caches, NetworkQoS, the
+// NetworkPolicies labelled for netclass and the MultiNetworkPolicies, and
+// asks it for a sync whenever one of its inputs changes: a NetworkQoS, a
+// NetworkPolicy, a MultiNetworkPolicy, a pod's labels, a namespace's
+// labels, a claim (peer addresses), a pod attached.
 func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *ruleagent.Agent {
 	resolver := peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(ctx, 10*time.Second)
@@ -51,11 +51,9 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		Kernel: podpolicy.Sync,
 		Peers:  resolver,
 		Known:  d.knownNetwork,
+		Multi:  d.multiPolicies(),
 	}
-	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events,
-		Policy: func(ns, name string) (*networkingv1.NetworkPolicy, error) {
-			return netpols.Lister().NetworkPolicies(ns).Get(name)
-		}}
+	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events, Policy: d.policyObject}
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
 	agent.Timed = d.agentMetrics.ObserveSync
 	statusWriter := &qosstatus.Background{Writer: status, Timeout: 10 * time.Second}
@@ -69,17 +67,26 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		UpdateFunc: func(any, any) { agent.Trigger() },
 		DeleteFunc: func(any) { agent.Trigger() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{
+	for _, inf := range d.agentInputs() {
+		inf.AddEventHandler(trigger)
+	}
+	return agent
+}
+
+// agentInputs are the informers whose changes ask the agent for a sync.
+func (d *Daemon) agentInputs() []cache.SharedIndexInformer {
+	infs := []cache.SharedIndexInformer{
 		d.factory.Netclass().V1alpha1().NetworkQoSes().Informer(),
 		d.podFac.Core().V1().Pods().Informer(),
 		d.peerFac.Core().V1().Pods().Informer(),
 		d.peerFac.Core().V1().Namespaces().Informer(),
 		d.peerFac.Resource().V1().ResourceClaims().Informer(),
-		netpols.Informer(),
-	} {
-		inf.AddEventHandler(trigger)
+		d.polFac.Networking().V1().NetworkPolicies().Informer(),
 	}
-	return agent
+	if d.multiFac != nil {
+		infs = append(infs, d.multiFac.K8sCniCncfIo().V1beta1().MultiNetworkPolicies().Informer())
+	}
+	return infs
 }
 
 // nodePods reads this node's pods from their informer cache.

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -26,10 +24,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
 	defer d.events.Shutdown()
 	stopInformers, err := d.startInformers(ctx)
-	defer stopInformers()
 	if err != nil {
 		return err
 	}
+	defer stopInformers()
 	if err := d.publisher.Prime(ctx); err != nil {
 		return err
 	}
@@ -56,35 +54,6 @@ func (d *Daemon) serveHTTP(ctx context.Context) (stop func(), err error) {
 		}
 	}
 	return endpoints.Serve(ctx, eps)
-}
-
-// informerFactory is what Run does with each of the daemon's informer factories.
-type informerFactory interface {
-	Start(stopCh <-chan struct{})
-	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
-	Shutdown()
-}
-
-// startInformers starts every informer factory and waits for their caches;
-// the returned stop shuts them down (also after an error).
-func (d *Daemon) startInformers(ctx context.Context) (stop func(), err error) {
-	factories := []informerFactory{d.factory, d.nodeFac, d.podFac, d.peerFac, d.polFac}
-	stop = func() {
-		for _, f := range factories {
-			f.Shutdown()
-		}
-	}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
-	for _, f := range factories {
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return stop, fmt.Errorf("informer cache of %v did not sync", typ)
-			}
-		}
-	}
-	return stop, nil
 }
 
 // runLoops runs the daemon's loops until ctx ends and all of them returned.

@@ -11,17 +11,15 @@
 package netpolicy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/netclass-dev/netclass/api/contract"
@@ -53,6 +51,9 @@ type Target struct {
 // RuleError is a part of a policy left out of a plan (which only narrows
 // what the plan allows).
 type RuleError struct {
+	// Kind is the policy's: KindNetworkPolicy (or empty) or
+	// KindMultiNetworkPolicy.
+	Kind            string
 	Namespace, Name string
 	// Path is the part: podSelector, ingress[i], egress[i].
 	Path string
@@ -60,7 +61,7 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string {
-	return fmt.Sprintf("NetworkPolicy %s/%s %s: %v", e.Namespace, e.Name, e.Path, e.Err)
+	return fmt.Sprintf("%s %s/%s %s: %v", cmp.Or(e.Kind, KindNetworkPolicy), e.Namespace, e.Name, e.Path, e.Err)
 }
 
 func (e *RuleError) Unwrap() error { return e.Err }
@@ -86,100 +87,53 @@ func Enforced(p *networkingv1.NetworkPolicy) bool {
 	return p.Labels[contract.PolicyControllerLabel] == contract.PolicyController
 }
 
-// Compile returns the plan of the attachment and the names of the policies
-// that select it. Policies that are not netclass's are ignored as if they
-// did not exist. A rule that cannot be compiled is left out, which can
-// only narrow what is allowed, and reported in the error.
+// Compile returns the plan of the attachment and the names of the
+// NetworkPolicies that select it (CompileAll with no MultiNetworkPolicy).
 func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers Peers) (netpol.Plan, []string, error) {
-	sorted := slices.Clone(pols)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	plan, sel, err := CompileAll(Policies{NetworkPolicies: pols}, t, peers)
+	return plan, sel.NetworkPolicies, err
+}
+
+// CompileAll returns the plan of the attachment and the policies that
+// select it: the union, with v1's semantics, of the NetworkPolicies that
+// are netclass's and the MultiNetworkPolicies whose policy-for names the
+// attachment's network; the others are ignored as if they did not exist.
+// A rule that cannot be compiled is left out, which can only narrow what
+// is allowed, and reported in the error (its RuleError's Kind says which
+// kind of policy it is of).
+func CompileAll(in Policies, t Target, peers Peers) (netpol.Plan, Selected, error) {
 	var plan netpol.Plan
-	var selected []string
+	var sel Selected
 	var errs []error
-	for _, p := range sorted {
+	for _, p := range in.ordered() {
 		ok, err := selects(p, t)
-		if err != nil {
-			errs = append(errs, err)
+		perr := []error{err}
+		if ok {
+			sel.add(p)
+			perr = append(perr, addPolicy(&plan, p, t, peers)...)
 		}
-		if !ok {
-			continue
-		}
-		selected = append(selected, p.Name)
-		in, out := directions(p)
-		if in {
-			plan.Ingress.Isolated = true
-			for i, r := range p.Spec.Ingress {
-				errs = append(errs, addBounded(&plan, &plan.Ingress, p, fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, t, peers, true))
-			}
-		}
-		if out {
-			plan.Egress.Isolated = true
-			for i, r := range p.Spec.Egress {
-				errs = append(errs, addBounded(&plan, &plan.Egress, p, fmt.Sprintf("egress[%d]", i), r.To, r.Ports, t, peers, false))
-			}
-		}
+		errs = append(errs, stampKind(errors.Join(perr...), p))
 	}
-	return plan, selected, errors.Join(errs...)
+	return plan, sel, errors.Join(errs...)
 }
 
-// selects reports whether the policy is netclass's and selects the pod on
-// the network.
-func selects(p *networkingv1.NetworkPolicy, t Target) (bool, error) {
-	if !Enforced(p) || p.Namespace != t.Namespace {
-		return false, nil
-	}
-	if !onNetwork(p, t.Network) {
-		return false, scopeError(p, t.Known)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
-	if err != nil {
-		return false, &RuleError{Namespace: p.Namespace, Name: p.Name, Path: "podSelector", Err: err}
-	}
-	return sel.Matches(labels.Set(t.Labels)), nil
-}
-
-// ScopePath is the path of a RuleError about the scoping annotation.
-const ScopePath = "metadata.annotations[" + contract.AnnotationPolicyNetworks + "]"
-
-// scopeError says what is wrong with a policy's scoping annotation, which
-// then applies nowhere a user meant: empty, an entry neither a name nor
-// namespace/name, or naming no network known (known nil: not checked).
-func scopeError(p *networkingv1.NetworkPolicy, known func(entry string) bool) error {
-	list := p.Annotations[contract.AnnotationPolicyNetworks]
-	var bad []string
-	for _, entry := range strings.Split(list, ",") {
-		entry = strings.TrimSpace(entry)
-		ns, name, _ := strings.Cut(entry, "/")
-		switch {
-		case entry == "" || strings.Contains(name, "/") || (strings.Contains(entry, "/") && (ns == "" || name == "")):
-			bad = append(bad, fmt.Sprintf("%q is neither a PodNetwork's name nor a Network's namespace/name", entry))
-		case known != nil && !known(entry):
-			bad = append(bad, fmt.Sprintf("%q names no PodNetwork or Network", entry))
+// addPolicy adds the rules of a policy that selects the attachment.
+func addPolicy(plan *netpol.Plan, p *networkingv1.NetworkPolicy, t Target, peers Peers) []error {
+	var errs []error
+	in, out := directions(p)
+	if in {
+		plan.Ingress.Isolated = true
+		for i, r := range p.Spec.Ingress {
+			errs = append(errs, addBounded(plan, &plan.Ingress, p, fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, t, peers, true))
 		}
 	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: ScopePath, Err: errors.New(strings.Join(bad, "; "))}
-}
-
-// onNetwork applies the optional scoping annotation.
-func onNetwork(p *networkingv1.NetworkPolicy, n network.Network) bool {
-	list, ok := p.Annotations[contract.AnnotationPolicyNetworks]
-	if !ok {
-		return true
-	}
-	for _, entry := range strings.Split(list, ",") {
-		entry = strings.TrimSpace(entry)
-		ns, name, namespaced := strings.Cut(entry, "/")
-		switch {
-		case namespaced && n.Ref.Kind == network.NetworkGVK.Kind && n.Ref.Namespace == ns && n.Ref.Name == name:
-			return true
-		case !namespaced && n.Ref.Kind == network.PodNetworkGVK.Kind && n.Ref.Name == entry:
-			return true
+	if out {
+		plan.Egress.Isolated = true
+		for i, r := range p.Spec.Egress {
+			errs = append(errs, addBounded(plan, &plan.Egress, p, fmt.Sprintf("egress[%d]", i), r.To, r.Ports, t, peers, false))
 		}
 	}
-	return false
+	return errs
 }
 
 // directions returns the policy's types: policyTypes when set, otherwise

@@ -1,4 +1,5 @@
-// Package policyevents tells the owners of NetworkPolicies what
+// Package policyevents tells the owners of NetworkPolicies and
+// MultiNetworkPolicies what
 // netclass-dra could not enforce of them on its node: Warning Events on
 // the policy (ReasonPolicyNotEnforced for a rule left out of a pod's plan,
 // ReasonPolicyEnforceFailed for a pod whose table could not be written),
@@ -6,10 +7,11 @@
 package policyevents
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/netclass-dev/netclass/api/contract"
@@ -22,15 +24,18 @@ import (
 type Recorder struct {
 	Node   string
 	Events record.EventRecorder
-	// Policy returns a policy by namespace and name (the informer's cache).
-	Policy func(namespace, name string) (*networkingv1.NetworkPolicy, error)
+	// Policy returns a policy by kind (netpolicy.KindNetworkPolicy,
+	// netpolicy.KindMultiNetworkPolicy), namespace and name (the informer's
+	// cache), with its kind set (the Event refers to it).
+	Policy func(kind, namespace, name string) (runtime.Object, error)
 
 	reported map[Event]bool // what the last outcomes reported
 }
 
-// Event is one Event: its policy, reason and message.
+// Event is one Event: its policy (kind, namespace, name), reason and
+// message.
 type Event struct {
-	Namespace, Name, Reason, Message string
+	Kind, Namespace, Name, Reason, Message string
 }
 
 // Observe emits an Event for every problem of the outcomes that the
@@ -42,7 +47,7 @@ func (r *Recorder) Observe(outs []ruleagent.Outcome) {
 		if r.reported[ev] {
 			continue
 		}
-		p, err := r.Policy(ev.Namespace, ev.Name)
+		p, err := r.Policy(ev.Kind, ev.Namespace, ev.Name)
 		if err != nil {
 			continue // deleted meanwhile
 		}
@@ -57,19 +62,25 @@ func Problems(node string, outs []ruleagent.Outcome) []Event {
 	for _, o := range outs {
 		where := fmt.Sprintf("pod %s interface %s on network %s (node %s)", o.Pod, o.IfName, o.Network.String(), node)
 		for _, re := range netpolicy.RuleErrors(o.PolicyIgnored) {
+			kind := cmp.Or(re.Kind, netpolicy.KindNetworkPolicy)
 			if re.Path == netpolicy.ScopePath { // the policy's own problem: one Event, whatever the pods
-				out = append(out, Event{re.Namespace, re.Name, contract.ReasonPolicyNetworksNotFound,
+				out = append(out, Event{kind, re.Namespace, re.Name, contract.ReasonPolicyNetworksNotFound,
 					fmt.Sprintf("node %s: %s: %v: the policy applies on no such network", node, re.Path, re.Err)})
 				continue
 			}
-			out = append(out, Event{re.Namespace, re.Name, contract.ReasonPolicyNotEnforced,
+			out = append(out, Event{kind, re.Namespace, re.Name, contract.ReasonPolicyNotEnforced,
 				fmt.Sprintf("%s: %s not enforced, what it allows stays closed: %v", where, re.Path, re.Err)})
 		}
-		if o.PolicyErr != nil {
-			for _, name := range o.Policies {
-				out = append(out, Event{o.Pod.Namespace, name, contract.ReasonPolicyEnforceFailed,
-					fmt.Sprintf("%s: rules not written: %v", where, o.PolicyErr)})
-			}
+		if o.PolicyErr == nil {
+			continue
+		}
+		for _, name := range o.Policies {
+			out = append(out, Event{netpolicy.KindNetworkPolicy, o.Pod.Namespace, name, contract.ReasonPolicyEnforceFailed,
+				fmt.Sprintf("%s: rules not written: %v", where, o.PolicyErr)})
+		}
+		for _, name := range o.MultiPolicies {
+			out = append(out, Event{netpolicy.KindMultiNetworkPolicy, o.Pod.Namespace, name, contract.ReasonPolicyEnforceFailed,
+				fmt.Sprintf("%s: rules not written: %v", where, o.PolicyErr)})
 		}
 	}
 	return out

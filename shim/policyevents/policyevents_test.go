@@ -9,6 +9,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
@@ -27,19 +28,23 @@ func outcome(pod string, ignored, failed error, policies ...string) ruleagent.Ou
 func TestProblems(t *testing.T) {
 	left := errors.Join(&netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New(`named port "http"`)},
 		&netpolicy.RuleError{Namespace: "t1", Name: "b", Path: "ingress[2]", Err: errors.New("bad")})
+	left = errors.Join(left, &netpolicy.RuleError{Kind: netpolicy.KindMultiNetworkPolicy, Namespace: "t1", Name: "a", Path: "ingress[0]", Err: errors.New("bad")})
+	failed := outcome("q", nil, errors.New("netns gone"), "a", "c")
+	failed.MultiPolicies = []string{"m"}
 	got := Problems("n1", []ruleagent.Outcome{
 		outcome("ok", nil, nil, "a"),
 		outcome("p", left, nil, "a", "b"),
-		outcome("q", nil, errors.New("netns gone"), "a", "c"),
+		failed,
 	})
 	var short []string
 	for _, ev := range got {
-		short = append(short, fmt.Sprintf("%s/%s %s", ev.Namespace, ev.Name, ev.Reason))
+		short = append(short, fmt.Sprintf("%s %s/%s %s", ev.Kind, ev.Namespace, ev.Name, ev.Reason))
 		if !strings.Contains(ev.Message, "node n1") || !strings.Contains(ev.Message, "pod t1/") {
 			t.Errorf("message %q does not name the pod and node", ev.Message)
 		}
 	}
-	want := []string{"t1/a NotEnforced", "t1/b NotEnforced", "t1/a EnforceFailed", "t1/c EnforceFailed"}
+	want := []string{"NetworkPolicy t1/a NotEnforced", "NetworkPolicy t1/b NotEnforced", "MultiNetworkPolicy t1/a NotEnforced",
+		"NetworkPolicy t1/a EnforceFailed", "NetworkPolicy t1/c EnforceFailed", "MultiNetworkPolicy t1/m EnforceFailed"}
 	if !slices.Equal(short, want) {
 		t.Errorf("events %v, want %v", short, want)
 	}
@@ -48,7 +53,7 @@ func TestProblems(t *testing.T) {
 // A problem is reported once while it lasts, and again when it returns.
 func TestObserveReportsOnce(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	r := &Recorder{Node: "n1", Events: rec, Policy: func(ns, name string) (*networkingv1.NetworkPolicy, error) {
+	r := &Recorder{Node: "n1", Events: rec, Policy: func(_, ns, name string) (runtime.Object, error) {
 		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
 	}}
 	bad := outcome("p", &netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New("x")}, nil, "a")

@@ -4,7 +4,8 @@
 // the pod's namespace, the pod's own labels (each pod of a shared claim
 // gets the rules its labels select) and the addresses the selected peers
 // have on the network — and, when NetPol is set, their NetworkPolicy
-// tables too, without restarting a pod. It is level-triggered, as
+// tables too (the labelled NetworkPolicies of the pod's namespace, and the
+// MultiNetworkPolicies whose policy-for names the attachment's network), without restarting a pod. It is level-triggered, as
 // kube-network-policies is: any change of its inputs asks for a sync, a
 // sync computes the desired plans of every attachment and applies only
 // the differences (plugins/qosport.SyncInterfaces: few nftables
@@ -23,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,6 +80,10 @@ type NetPolicies struct {
 	// Known, when set, says whether an entry of a policy's scoping
 	// annotation names a network (netpolicy.Target.Known).
 	Known func(entry string) bool
+	// Multi, when set, returns the namespace's MultiNetworkPolicies: those
+	// whose policy-for names an attachment's network apply to it, with the
+	// NetworkPolicies (netpolicy.CompileAll).
+	Multi func(namespace string) ([]*mnpv1beta1.MultiNetworkPolicy, error)
 }
 
 // Item is one attachment's interface and the plan it is to hold.
@@ -103,11 +109,13 @@ type Outcome struct {
 	Changed bool
 	// Ignored lists rules left out (an unresolvable selector...).
 	Ignored error
-	// Policies names the NetworkPolicies that select the attachment;
+	// Policies names the NetworkPolicies that select the attachment,
+	// MultiPolicies the MultiNetworkPolicies;
 	// PolicyChanged says its policy table was updated, PolicyIgnored what
 	// policy rules were left out (which only narrows what is allowed:
 	// netpolicy.RuleErrors), PolicyErr why the table could not be written.
 	Policies      []string
+	MultiPolicies []string
 	PolicyChanged bool
 	PolicyIgnored error
 	PolicyErr     error

@@ -129,17 +129,25 @@ func policyItem(at checkpoint.Attachment, plan *netpol.Plan) podpolicy.Interface
 // policyPlan computes the attachment's policy, recording in out which
 // policies select it and what was left out (nil: no plan can be applied).
 func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, peers netpolicy.Peers, out *Outcome) *netpol.Plan {
-	pols, err := a.NetPol.List(pod.Namespace)
-	if err != nil {
+	var in netpolicy.Policies
+	var err error
+	if in.NetworkPolicies, err = a.NetPol.List(pod.Namespace); err != nil {
 		out.Err = errors.Join(out.Err, fmt.Errorf("list NetworkPolicies of namespace %s: %w", pod.Namespace, err))
 		return nil
+	}
+	if a.NetPol.Multi != nil {
+		if in.Multi, err = a.NetPol.Multi(pod.Namespace); err != nil {
+			out.Err = errors.Join(out.Err, fmt.Errorf("list MultiNetworkPolicies of namespace %s: %w", pod.Namespace, err))
+			return nil
+		}
 	}
 	var ports []corev1.ContainerPort
 	for _, c := range pod.Spec.Containers {
 		ports = append(ports, c.Ports...)
 	}
-	plan, selected, ignored := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net, Known: a.NetPol.Known}, peers)
-	out.Policies, out.PolicyIgnored = selected, ignored
+	target := netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net, Known: a.NetPol.Known}
+	plan, selected, ignored := netpolicy.CompileAll(in, target, peers)
+	out.Policies, out.MultiPolicies, out.PolicyIgnored = selected.NetworkPolicies, selected.MultiNetworkPolicies, ignored
 	return &plan
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,8 @@ type polSources struct {
 	addrs  []netip.Addr        // by pod index: the pod's address on the network
 	byUID  map[types.UID]int
 	pols   []*networkingv1.NetworkPolicy
+	// multi are pols as MultiNetworkPolicies (their benchmark's).
+	multi []*mnpv1beta1.MultiNetworkPolicy
 }
 
 func (s *polSources) Pod(ns, name string, uid types.UID) (*corev1.Pod, bool) {
@@ -123,15 +126,38 @@ func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
 // in use. The API side is faked; the kernel side is real, and checked
 // against netpolicy.Compile at the end.
 func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
+	benchPolicyEdit(b, labelledKind)
+}
+
+// policyKind is the kind of policy a policy benchmark writes: how the
+// agent is given the policies, how an edit reaches them, and which of an
+// outcome's lists names them.
+type policyKind struct {
+	name  string
+	setUp func(testing.TB, *ruleagent.NetPolicies, *polSources)
+	edit  func(*polSources, int)
+	named func(ruleagent.Outcome) []string
+}
+
+var labelledKind = policyKind{
+	name:  "NetworkPolicy",
+	setUp: func(_ testing.TB, np *ruleagent.NetPolicies, src *polSources) { np.List = src.list },
+	edit:  func(src *polSources, k int) { editPort(src.pols[k]) },
+	named: func(o ruleagent.Outcome) []string { return o.Policies },
+}
+
+// benchPolicyEdit is the body of the policy edit benchmarks.
+func benchPolicyEdit(b *testing.B, kind policyKind) {
 	host, src, pods := polNode(b)
 	agent := ruleagent.New(src, src, src, src, src, noQoS)
-	agent.NetPol = &ruleagent.NetPolicies{List: src.list, Kernel: inHost(host, podpolicy.Sync), Peers: src}
+	agent.NetPol = &ruleagent.NetPolicies{Kernel: inHost(host, podpolicy.Sync), Peers: src}
+	kind.setUp(b, agent.NetPol, src)
 	live, outs := runAgent(b, agent) // the tables the pods start with
 	if err := firstSync(outs); err != nil {
 		b.Fatal(err)
 	}
-	selects := selectedBy(outs)
-	logSpread(b, outs)
+	selects := selectedBy(outs, kind.named)
+	logSpread(b, outs, kind.named)
 	var times editTimes
 	var slowest time.Duration
 	changed, slowestPods := 0, 0
@@ -139,7 +165,7 @@ func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	for i := range b.N {
 		k := (i * 7) % polPolicies // 7 is prime to 50: every kind of policy in turn
 		before := cpuTime(b)
-		effect, s := live.edit(b, func() { editPort(src.pols[k]) })
+		effect, s := live.edit(b, func() { kind.edit(src, k) })
 		times.add(effect, s.took, cpuTime(b)-before)
 		n, err := editSync(s.outs, src.pols[k].Name, selects)
 		if err != nil {
@@ -156,7 +182,7 @@ func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	b.ReportMetric(float64(rules)/polPods, "rules/attachment")
 	b.ReportMetric(float64(elems)/polPods, "set-elems/attachment")
 	b.ReportMetric(heapMiB(), "heap-MiB")
-	times.report(b, fmt.Sprintf("a NetworkPolicy edit (%d pods, %d policies)", polPods, polPolicies))
+	times.report(b, fmt.Sprintf("a %s edit (%d pods, %d policies)", kind.name, polPods, polPolicies))
 	runtime.KeepAlive(agent)
 }
 
@@ -328,11 +354,12 @@ func firstSync(outs []ruleagent.Outcome) error {
 	return nil
 }
 
-// selectedBy maps each policy to the pods it selects, as the agent saw it.
-func selectedBy(outs []ruleagent.Outcome) map[string][]types.NamespacedName {
+// selectedBy maps each policy to the pods it selects, as the agent saw it
+// (named: the outcome's list of the benchmark's kind).
+func selectedBy(outs []ruleagent.Outcome, named func(ruleagent.Outcome) []string) map[string][]types.NamespacedName {
 	m := map[string][]types.NamespacedName{}
 	for _, o := range outs {
-		for _, p := range o.Policies {
+		for _, p := range named(o) {
 			m[p] = append(m[p], o.Pod)
 		}
 	}
@@ -340,10 +367,10 @@ func selectedBy(outs []ruleagent.Outcome) map[string][]types.NamespacedName {
 }
 
 // logSpread logs how many policies select a pod, at least and at most.
-func logSpread(b *testing.B, outs []ruleagent.Outcome) {
+func logSpread(b *testing.B, outs []ruleagent.Outcome, named func(ruleagent.Outcome) []string) {
 	least, most := polPolicies, 0
 	for _, o := range outs {
-		least, most = min(least, len(o.Policies)), max(most, len(o.Policies))
+		least, most = min(least, len(named(o))), max(most, len(named(o)))
 	}
 	b.Logf("each pod selected by %d to %d of the %d policies", least, most, polPolicies)
 }
@@ -367,8 +394,9 @@ func editSync(outs []ruleagent.Outcome, policy string, selects map[string][]type
 }
 
 // checkPolicies verifies every pod's policy, on the host side of its
-// port, against the plan netpolicy.Compile gives for the policies as last
-// edited, and returns the rules and set elements (interval ends included)
+// port, against the plan netpolicy.Compile gives for the labelled policies
+// as last edited (the MultiNetworkPolicy benchmark's are the same
+// policies), and returns the rules and set elements (interval ends included)
 // the ports hold in the host's tables.
 func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstest.NS) (rules, elems int) {
 	offer, _ := src.Lookup("bench")

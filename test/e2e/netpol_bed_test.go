@@ -233,6 +233,14 @@ func (b *polBed) selectionChanges(before policyeval.World) bool {
 // last write, and the kernel holds what they made of it.
 func (b *polBed) waitAgents(t *testing.T, e *harness.Env, what string) {
 	t.Helper()
+	b.waitAgentsShow(t, e, what, harness.AgentHas)
+}
+
+// waitAgentsShow is waitAgents with the condition on one kind of policy
+// (harness.AgentHas, harness.AgentHasMulti).
+func (b *polBed) waitAgentsShow(t *testing.T, e *harness.Env, what string,
+	has func(string, map[string][]string) func([]harness.AgentAttachment) (bool, string)) {
+	t.Helper()
 	byNode := map[string]map[string][]string{}
 	for _, p := range b.pods {
 		if byNode[p.node.Name] == nil {
@@ -241,7 +249,7 @@ func (b *polBed) waitAgents(t *testing.T, e *harness.Env, what string) {
 		byNode[p.node.Name][p.String()] = b.world.Selecting(p.eval)
 	}
 	for node, want := range byNode {
-		e.DRAOn(node).WaitAgent(t, what+": the policies applied to each pod", harness.AgentHas("net1", want))
+		e.DRAOn(node).WaitAgent(t, what+": the policies applied to each pod", has("net1", want))
 	}
 }
 

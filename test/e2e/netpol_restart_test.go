@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	mnpclient "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,13 @@ import (
 func TestNetworkPolicySurvivesSIGKILL(t *testing.T) {
 	e := harness.Shared(t)
 	b := newPolBed(t, e)
+	survivesSIGKILL(t, e, b, func(ps []*networkingv1.NetworkPolicy) { b.apply(t, e, ps) })
+}
+
+// survivesSIGKILL is the test's body, the policies written by write (as
+// the kind under test; b.world their oracle's view).
+func survivesSIGKILL(t *testing.T, e *harness.Env, b *polBed, write func([]*networkingv1.NetworkPolicy)) {
+	t.Helper()
 	d := e.DRAOn(e.Node)
 	restartAtEnd(t, d)
 	web := b.pods[0] // namespace A's server, on node 1
@@ -44,7 +52,7 @@ func TestNetworkPolicySurvivesSIGKILL(t *testing.T) {
 		if i%3 == 0 {
 			ps = append(ps, np(b.nsA, "web-b", onWeb, fromOn(peer(sel("team", "b"), nil), port(corev1.ProtocolUDP, intstr.FromInt32(53), nil))))
 		}
-		b.apply(t, e, ps)
+		write(ps)
 	}
 	step(0)
 	closed := []polProbe{{src: b.pods[1], dst: web, proto: corev1.ProtocolTCP, port: 9005}, {src: b.pods[2], dst: web, proto: corev1.ProtocolTCP, port: 9005}}
@@ -108,27 +116,48 @@ func watchClosed(t *testing.T, probes []polProbe) (stop func() int) {
 }
 
 // policiesMatchObjects compares the policy table of every attachment of the
-// bed's namespaces on node 1 with the plan the API objects give it now.
+// bed's namespaces on node 1 with the plan the API objects (NetworkPolicies
+// and MultiNetworkPolicies) give it now.
 func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error {
 	resolver := apiResolver(ctx, e)
+	multi, err := mnpclient.NewForConfig(e.Rest)
+	if err != nil {
+		return err
+	}
 	return eachAttachment(ctx, e, []string{b.nsA, b.nsB}, func(pod *corev1.Pod, dev checkpoint.Device, at checkpoint.Attachment) error {
-		list, err := e.Kube.NetworkingV1().NetworkPolicies(pod.Namespace).List(ctx, metav1.ListOptions{})
+		in, err := policiesOf(ctx, e, multi, pod.Namespace)
 		if err != nil {
 			return err
-		}
-		var pols []*networkingv1.NetworkPolicy
-		for i := range list.Items {
-			pols = append(pols, &list.Items[i])
 		}
 		var ports []corev1.ContainerPort
 		for _, ct := range pod.Spec.Containers {
 			ports = append(ports, ct.Ports...)
 		}
-		plan, _, err := netpolicy.Compile(pols, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports,
+		plan, _, err := netpolicy.CompileAll(in, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports,
 			Network: network.Network{Ref: dev.Network}}, resolver)
 		if err != nil {
 			return err
 		}
 		return podpolicy.Check(podpolicy.NewInterface(at.NetNS, at.IfName, at.Result.MAC, at.Result.IPs, &plan))
 	})
+}
+
+// policiesOf lists a namespace's NetworkPolicies and MultiNetworkPolicies.
+func policiesOf(ctx context.Context, e *harness.Env, multi mnpclient.Interface, ns string) (netpolicy.Policies, error) {
+	var in netpolicy.Policies
+	list, err := e.Kube.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return in, err
+	}
+	for i := range list.Items {
+		in.NetworkPolicies = append(in.NetworkPolicies, &list.Items[i])
+	}
+	mlist, err := multi.K8sCniCncfIoV1beta1().MultiNetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return in, err
+	}
+	for i := range mlist.Items {
+		in.Multi = append(in.Multi, &mlist.Items[i])
+	}
+	return in, nil
 }

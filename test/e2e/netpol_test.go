@@ -41,12 +41,27 @@ type polScenario struct {
 func TestNetworkPolicyTruthTable(t *testing.T) {
 	e := harness.Shared(t)
 	b := newPolBed(t, e)
+	effects := truthTable(t, b, truthScenarios(b),
+		func(sc polScenario) time.Time { return b.apply(t, e, sc.policies) },
+		func(what string) { b.waitAgents(t, e, what) })
+	unenforceable(t, e, b)
+	fromTheFirstPacket(t, e, b)
+	logEffects(t, effects)
+}
+
+// truthTable runs the scenarios in order: write puts a scenario's policies
+// on the bed (in the kind under test) and makes them the oracle's world
+// (b.world), agents waits until the nodes' agents show that they applied
+// them; then every probe must give policyeval's verdict. It returns the
+// time each scenario took to change a verdict, from its write.
+func truthTable(t *testing.T, b *polBed, scenarios []polScenario, write func(polScenario) time.Time, agents func(what string)) []time.Duration {
+	t.Helper()
 	probes := b.probes()
 	var baseline map[string]bool
 	var effects []time.Duration
-	for i, sc := range truthScenarios(b) {
+	for i, sc := range scenarios {
 		before := b.world
-		written := b.apply(t, e, sc.policies)
+		written := write(sc)
 		changed, verdict, ok := firstChange(probes, before, b)
 		if i > 0 && !ok && !b.selectionChanges(before) {
 			t.Fatalf("%s: changes no verdict and no pod's policies: nothing would tell the state it makes from the one before", sc.name)
@@ -56,7 +71,7 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 			effects = append(effects, d)
 			t.Logf("%-45s in effect after %v (%s open=%v)", sc.name, d.Round(time.Millisecond), changed, verdict)
 		}
-		b.waitAgents(t, e, sc.name)
+		agents(sc.name)
 		testbed.Poll(t, testbed.Context(t, liveTimeout), 100*time.Millisecond, sc.name+": every probe as policyeval says",
 			func(ctx context.Context) (bool, string, error) {
 				got := runAll(t, probes)
@@ -72,11 +87,21 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 				return len(wrong) == 0, strings.Join(wrong, "; "), nil
 			})
 	}
-	unenforceable(t, e, b)
-	fromTheFirstPacket(t, e, b)
+	return effects
+}
+
+// logEffects logs the median and the longest of the effect times; the
+// median is returned.
+func logEffects(t *testing.T, effects []time.Duration) time.Duration {
+	t.Helper()
+	if len(effects) == 0 {
+		t.Fatal("no scenario changed a verdict: no effect time measured")
+	}
 	slices.Sort(effects)
+	median := effects[len(effects)/2]
 	t.Logf("effect of %d policy changes on running pods: median %v, max %v", len(effects),
-		effects[len(effects)/2].Round(time.Millisecond), effects[len(effects)-1].Round(time.Millisecond))
+		median.Round(time.Millisecond), effects[len(effects)-1].Round(time.Millisecond))
+	return median
 }
 
 // primaryBaseline records which pairs reach each other over the primary

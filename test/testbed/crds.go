@@ -64,6 +64,11 @@ func readCRDs() ([]*unstructured.Unstructured, error) {
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no CRDs in conf/crd (%v)", err)
 	}
+	thirdParty, err := filepath.Glob(filepath.Join(root, "conf", "crd", "thirdparty", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, thirdParty...)
 	var crds []*unstructured.Unstructured
 	for _, f := range files {
 		raw, err := os.ReadFile(f)

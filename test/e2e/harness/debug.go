@@ -77,6 +77,15 @@ func (d *DRA) WaitAgent(t testing.TB, what string, ok func([]AgentAttachment) (b
 // the pod → its interface's NetworkPolicies) is listed with exactly those
 // policies, in order; nil is none. The QoS side is not looked at.
 func AgentHas(ifname string, policies map[string][]string) func([]AgentAttachment) (bool, string) {
+	return agentHas(ifname, policies, "NetworkPolicies", func(a AgentAttachment) []string { return a.NetworkPolicies })
+}
+
+// AgentHasMulti is AgentHas for the attachments' MultiNetworkPolicies.
+func AgentHasMulti(ifname string, policies map[string][]string) func([]AgentAttachment) (bool, string) {
+	return agentHas(ifname, policies, "MultiNetworkPolicies", func(a AgentAttachment) []string { return a.MultiNetworkPolicies })
+}
+
+func agentHas(ifname string, policies map[string][]string, kind string, of func(AgentAttachment) []string) func([]AgentAttachment) (bool, string) {
 	return func(atts []AgentAttachment) (bool, string) {
 		var wrong []string
 		for pod, want := range policies {
@@ -84,8 +93,8 @@ func AgentHas(ifname string, policies map[string][]string) func([]AgentAttachmen
 			switch {
 			case !found:
 				wrong = append(wrong, fmt.Sprintf("%s %s not listed", pod, ifname))
-			case strings.Join(a.NetworkPolicies, ",") != strings.Join(want, ","):
-				wrong = append(wrong, fmt.Sprintf("%s %s: policies %v, want %v", pod, ifname, a.NetworkPolicies, want))
+			case strings.Join(of(a), ",") != strings.Join(want, ","):
+				wrong = append(wrong, fmt.Sprintf("%s %s: %s %v, want %v", pod, ifname, kind, of(a), want))
 			}
 		}
 		return len(wrong) == 0, strings.Join(wrong, "; ")
