@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +24,6 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	demotraffic "github.com/netclass-dev/netclass/demo/traffic"
-	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 	"github.com/netclass-dev/netclass/test/testbed/bed"
@@ -222,33 +220,9 @@ func (d *clusterDemo) createQoS(name string, pods map[string]string, on ncv1.Net
 	}
 }
 
-// podNS is the network namespace of a pod on node 1, from the checkpoint of the chart's
-// netclass-dra there (its --state-dir is the node's /var/lib/netclass).
+// podNS is the network namespace of a pod on node 1.
 func (d *clusterDemo) podNS(pod string) *demotraffic.NS {
-	dir := d.n1.HostPath(filepath.Join("/var/lib/netclass", "claims"))
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	for _, ent := range entries {
-		raw, err := os.ReadFile(filepath.Join(dir, ent.Name()))
-		if err != nil || !strings.HasSuffix(ent.Name(), ".json") {
-			continue
-		}
-		c, err := checkpoint.Decode(raw)
-		if err != nil {
-			d.t.Fatalf("%s: %v", ent.Name(), err)
-		}
-		for _, dev := range c.Devices {
-			for _, a := range dev.Attachments {
-				if a.PodUID == d.uid[pod] && a.IfName == "net1" {
-					return &demotraffic.NS{Name: pod, Path: a.NetNS}
-				}
-			}
-		}
-	}
-	d.t.Fatalf("no attachment of pod %s in %s", pod, dir)
-	return nil
+	return podNetNS(d.t, d.n1, pod, d.uid[pod])
 }
 
 // networkPolicy: before any policy the other pod reaches the server; a labelled policy

@@ -44,9 +44,23 @@ func TestHelmInstallAttachesPods(t *testing.T) {
 }
 
 // installChart installs the chart of conf/helm/netclass with helm as an operator would
-// (values only for what this test bed lacks, the same as deploy.sh's adapt) and waits for
-// netclass-dra to serve on every node; helm uninstall takes it away when the test ends.
-func installChart(t *testing.T, e *harness.Env) {
+// (values only for what this test bed lacks, the same as deploy.sh's adapt), running the
+// image built from this tree, and waits for netclass-dra to serve on every node; helm
+// uninstall takes it away when the test ends.
+func installChart(t *testing.T, e *harness.Env) *helmRelease {
+	t.Helper()
+	return installChartWith(t, e, "latest")
+}
+
+// helmRelease runs helm on the release installChartWith made.
+type helmRelease struct {
+	run    func(args ...string) error
+	values string
+}
+
+// installChartWith is installChart with the image tag to run, and more image archives to
+// import into every node first (the image of this tree, tagged latest, is always there).
+func installChartWith(t *testing.T, e *harness.Env, tag string, images ...string) *helmRelease {
 	t.Helper()
 	helm := helmBinary(t)
 	root, err := repo.Root()
@@ -60,10 +74,12 @@ func installChart(t *testing.T, e *harness.Env) {
 			t.Errorf("deploy.sh release: %v\n%s", err, out)
 		}
 	})
-	run(t, "", nil, "bash", script, "import", buildImage(t))
-	values := testbedValues(t, e.Rest.Host)
+	for _, tar := range append([]string{buildImage(t)}, images...) {
+		run(t, "", nil, "bash", script, "import", tar)
+	}
 	kubeconfig := testbed.Kubeconfig(t)
-	helmRun := func(args ...string) error {
+	h := &helmRelease{values: testbedValues(t, e.Rest.Host)}
+	h.run = func(args ...string) error {
 		cmd := exec.Command(helm, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 		cmd.Dir = root
 		var out bytes.Buffer
@@ -74,7 +90,7 @@ func installChart(t *testing.T, e *harness.Env) {
 		return nil
 	}
 	t.Cleanup(func() {
-		if err := helmRun("uninstall", "netclass", "--namespace", namespace); err != nil {
+		if err := h.run("uninstall", "netclass", "--namespace", namespace); err != nil {
 			t.Error(err)
 		}
 	})
@@ -83,7 +99,8 @@ func installChart(t *testing.T, e *harness.Env) {
 			t.Log(workloadPods(e.Kube))
 		}
 	})
-	if err := helmRun("install", "netclass", "conf/helm/netclass", "--namespace", namespace, "--create-namespace", "-f", values); err != nil {
+	if err := h.run("install", "netclass", "conf/helm/netclass", "--namespace", namespace, "--create-namespace",
+		"-f", h.values, "--set", "image.tag="+tag); err != nil {
 		t.Fatal(err)
 	}
 	run(t, "", nil, "bash", script, "wait")
@@ -91,6 +108,7 @@ func installChart(t *testing.T, e *harness.Env) {
 	for _, n := range e.Nodes {
 		readyz(t, n, "http://127.0.0.1:9810/readyz")
 	}
+	return h
 }
 
 // helmBinary is the helm of `make` ($NETCLASS_HELM), else the newest one

@@ -26,10 +26,16 @@ func buildImage(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return buildImageFrom(t, root, Image)
+}
+
+// buildImageFrom builds the image named name from the checkout at root.
+func buildImageFrom(t *testing.T, root, name string) string {
+	t.Helper()
 	bin := t.TempDir()
 	cmds, err := filepath.Glob(filepath.Join(root, "cmd", "netclass-*"))
 	if err != nil || len(cmds) == 0 {
-		t.Fatalf("no commands under cmd/: %v", err)
+		t.Fatalf("no commands under %s/cmd/: %v", root, err)
 	}
 	args := []string{"build", "-trimpath", "-ldflags=-s -w", "-o", bin + "/"}
 	for _, c := range cmds {
@@ -39,7 +45,7 @@ func buildImage(t *testing.T) string {
 	}
 	run(t, root, []string{"CGO_ENABLED=0"}, "go", args...)
 	tar := filepath.Join(t.TempDir(), "netclass-image.tar")
-	run(t, root, []string{"BIN=" + bin}, "scripts/image.sh", tar, Image)
+	run(t, root, []string{"BIN=" + bin}, "scripts/image.sh", tar, name)
 	return tar
 }
 
