@@ -14,14 +14,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	demotraffic "github.com/netclass-dev/netclass/demo/traffic"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
@@ -241,22 +238,8 @@ func (d *clusterDemo) networkPolicy() {
 		d.ok("%-7s → server TCP/%d  %s", from.Name, port, what)
 	}
 	verdict(other, 80, true)
-	pol := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "server-from-client",
-			Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "server"}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(80))}},
-			}},
-		},
-	}
-	if _, err := d.e.Kube.NetworkingV1().NetworkPolicies(d.ns).Create(testbed.Context(d.t, time.Minute), pol, metav1.CreateOptions{}); err != nil {
-		d.t.Fatalf("create NetworkPolicy: %v", err)
-	}
-	fmt.Printf("  (policy %s: ingress to role=server only from role=client on TCP/80)\n", pol.Name)
+	createServerPolicy(d.t, d.e, d.ns)
+	fmt.Printf("  (policy server-from-client: ingress to role=server only from role=client on TCP/80)\n")
 	verdict(other, 80, false)
 	verdict(client, 80, true)
 	verdict(client, 81, false)
