@@ -60,7 +60,7 @@ func TestAgentOfANodeInItsNamespace(t *testing.T) {
 	// a relabelled policy still listed: the agent has not applied the change
 	has = AgentHas("net1", map[string][]string{"a/web": {"web"}, "a/other": nil})
 	ok, missing := has(atts)
-	if ok || !strings.Contains(missing, "a/web net1: policies [deny web], want [web]") || !strings.Contains(missing, "a/other net1 not listed") {
+	if ok || !strings.Contains(missing, "a/web net1: NetworkPolicies [deny web], want [web]") || !strings.Contains(missing, "a/other net1 not listed") {
 		t.Errorf("AgentHas = %v, %q", ok, missing)
 	}
 }
