@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo-cluster: the Kubernetes side of netclass, from nothing to verified and back.
 # Brings up a two-node test bed on this machine (building Kubernetes, containerd and the
-# rest once, cached: about 15 minutes cold on 2 cores), installs netclass from its Helm
+# rest once, cached: 7 minutes from empty caches on 2 cores), installs netclass from its Helm
 # chart, runs TestDemoCluster (test/deploy/demo_test.go: the NetworkClass flow, a VXLAN
 # Network across the nodes, NetworkQoS and NetworkPolicy on running pods, each check
 # printed), and always takes the bed down, also on Ctrl-C (the demo stops after its current

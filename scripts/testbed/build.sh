@@ -107,7 +107,7 @@ build_kubernetes() {
     ldflags+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
     ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  log "kubernetes: building ${K8S_BINARIES[*]} (the slow part, about 15 minutes on 2 cores)"
+  log "kubernetes: building ${K8S_BINARIES[*]} (the slow part, 5 to 15 minutes on 2 cores)"
   go_build "$dir" "$TESTBED_BIN" 0 "" "$ldflags" "${pkgs[@]}"
 }
 
