@@ -29,9 +29,14 @@ import (
 	"github.com/netclass-dev/netclass/test/testbed"
 )
 
-// previousRelease is the git tag of the release an upgrade starts from (and a rollback
-// returns to). Move it to the last release when making a new one.
-const previousRelease = "v0.2.0"
+// previousRelease is the release an upgrade starts from (and a rollback returns to): its
+// tag names the image, its commit (an ancestor of every later one, so present in any
+// checkout with history, tags fetched or not) is what the image is built from. Move both to
+// the last release when making a new one.
+const (
+	previousRelease       = "v0.2.0"
+	previousReleaseCommit = "a9d9cc0f197c65371bdeeecfa9fe4931c9cd380f"
+)
 
 // upgradeTimeout bounds a DaemonSet rollout to another image on every node.
 const upgradeTimeout = 3 * time.Minute
@@ -50,7 +55,7 @@ func TestUpgradeAndRollbackKeepAttachments(t *testing.T) {
 			t.Errorf("deploy.sh release %s: %v\n%s", prevImage, err, out)
 		}
 	})
-	h := installChartWith(t, e, previousRelease, buildImageFrom(t, checkoutOf(t, previousRelease), prevImage))
+	h := installChartWith(t, e, previousRelease, buildImageFrom(t, checkoutOf(t, previousReleaseCommit), prevImage))
 	u := startUpgradeWorkload(t, e)
 	before := u.links()
 	stop := u.watch()
@@ -279,20 +284,20 @@ func createServerPolicy(t *testing.T, e *harness.Env, ns string) {
 	}
 }
 
-// checkoutOf makes a worktree of the repository at tag, removed when the test ends.
-func checkoutOf(t *testing.T, tag string) string {
+// checkoutOf makes a worktree of the repository at rev, removed when the test ends.
+func checkoutOf(t *testing.T, rev string) string {
 	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "release")
-	if out, err := runOut(root, nil, "git", "worktree", "add", "--detach", dir, tag); err != nil {
-		t.Fatalf("check out the previous release %s (a clone without tags? git fetch --tags): %v\n%s", tag, err, out)
+	if out, err := runOut(root, nil, "git", "worktree", "add", "--detach", dir, rev); err != nil {
+		t.Fatalf("check out the previous release's commit %s (a shallow clone? it needs the history): %v\n%s", rev, err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := runOut(root, nil, "git", "worktree", "remove", "--force", dir); err != nil {
-			t.Errorf("remove the worktree of %s: %v\n%s", tag, err, out)
+			t.Errorf("remove the worktree of %s: %v\n%s", rev, err, out)
 		}
 	})
 	return dir
