@@ -3,15 +3,12 @@
 package deploy
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	demotraffic "github.com/netclass-dev/netclass/demo/traffic"
-	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
@@ -20,28 +17,13 @@ import (
 // --state-dir is the node's /var/lib/netclass).
 func podNetNS(t *testing.T, n bed.Node, pod string, uid types.UID) *demotraffic.NS {
 	t.Helper()
-	dir := n.HostPath(filepath.Join("/var/lib/netclass", "claims"))
-	entries, err := os.ReadDir(dir)
+	claims, err := harness.ReadCheckpoint(n.HostPath("/var/lib/netclass"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("read the checkpoint of node %s: %v", n.Name, err)
 	}
-	for _, ent := range entries {
-		raw, err := os.ReadFile(filepath.Join(dir, ent.Name()))
-		if err != nil || !strings.HasSuffix(ent.Name(), ".json") {
-			continue
-		}
-		c, err := checkpoint.Decode(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", ent.Name(), err)
-		}
-		for _, dev := range c.Devices {
-			for _, a := range dev.Attachments {
-				if a.PodUID == uid && a.IfName == "net1" {
-					return &demotraffic.NS{Name: pod, Path: a.NetNS}
-				}
-			}
-		}
+	a, ok := harness.FindAttachment(claims, uid, "net1")
+	if !ok {
+		t.Fatalf("no attachment of pod %s in the checkpoint of node %s", pod, n.Name)
 	}
-	t.Fatalf("no attachment of pod %s in %s", pod, dir)
-	return nil
+	return &demotraffic.NS{Name: pod, Path: a.NetNS}
 }

@@ -19,8 +19,12 @@ func (e *Env) Checkpoint() ([]*checkpoint.Claim, error) { return e.DRA.Checkpoin
 
 // Checkpoint reads the daemon's claim records without touching them (the
 // running daemon owns the directory).
-func (d *DRA) Checkpoint() ([]*checkpoint.Claim, error) {
-	dir := filepath.Join(d.StateDir, "claims")
+func (d *DRA) Checkpoint() ([]*checkpoint.Claim, error) { return ReadCheckpoint(d.StateDir) }
+
+// ReadCheckpoint reads the claim records of a netclass-dra whose --state-dir
+// is stateDir (as seen from this machine), without touching them.
+func ReadCheckpoint(stateDir string) ([]*checkpoint.Claim, error) {
+	dir := filepath.Join(stateDir, "claims")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -83,17 +87,25 @@ func (e *Env) AttachmentOn(t testing.TB, node bed.Node, pod types.UID, ifname st
 	if err != nil {
 		t.Fatalf("read the checkpoint of node %s's netclass-dra: %v", node.Name, err)
 	}
+	a, ok := FindAttachment(claims, pod, ifname)
+	if !ok {
+		t.Fatalf("no attachment of %s for pod %s in the checkpoint", ifname, pod)
+	}
+	return a
+}
+
+// FindAttachment finds the attachment of a pod's interface in claim records.
+func FindAttachment(claims []*checkpoint.Claim, pod types.UID, ifname string) (checkpoint.Attachment, bool) {
 	for _, c := range claims {
 		for _, d := range c.Devices {
 			for _, a := range d.Attachments {
 				if a.PodUID == pod && a.IfName == ifname {
-					return a
+					return a, true
 				}
 			}
 		}
 	}
-	t.Fatalf("no attachment of %s for pod %s in the checkpoint", ifname, pod)
-	return checkpoint.Attachment{}
+	return checkpoint.Attachment{}, false
 }
 
 // hostStateDirs are where the plugins keep per-network state on the host.
