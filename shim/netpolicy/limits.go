@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -76,9 +77,18 @@ func costOf(allows []netpol.Allow) cost {
 	return c
 }
 
+// directionCost is what a direction's allows and verdicts render to.
+func directionCost(d *netpol.Direction) cost {
+	allows := slices.Clone(d.Allow)
+	for _, v := range append(slices.Clone(d.Admin), d.Baseline...) {
+		allows = append(allows, v.Match)
+	}
+	return costOf(allows)
+}
+
 // withinBudget checks the plan's rendering against the attachment's bounds.
 func withinBudget(plan *netpol.Plan) error {
-	in, out := costOf(plan.Ingress.Allow), costOf(plan.Egress.Allow)
+	in, out := directionCost(&plan.Ingress), directionCost(&plan.Egress)
 	if r := in.rules + out.rules; r > MaxRulesPerAttachment {
 		return fmt.Errorf("the attachment's policies would take %d nftables rules, more than the %d netclass enforces", r, MaxRulesPerAttachment)
 	}
