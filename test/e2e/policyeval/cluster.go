@@ -19,11 +19,24 @@ import (
 // the NetworkPolicies). Only policies labelled for netclass count, on every
 // netclass network of the pod.
 
-// tier is the tier's verdict on the connection, and whether it decided.
-func (w World) tier(tier cnpv1beta1.Tier, subject, peer Pod, proto corev1.Protocol, port int32, ingress bool) (verdict, decided bool) {
+// SelectingCluster names the ClusterNetworkPolicies whose subject selects
+// the pod, Admin then Baseline, each tier in precedence order.
+func (w World) SelectingCluster(pod Pod) []string {
+	var out []string
+	for _, tier := range []cnpv1beta1.Tier{cnpv1beta1.AdminTier, cnpv1beta1.BaselineTier} {
+		for _, p := range w.selecting(tier, pod) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// selecting is the tier's policies whose subject selects the pod, in
+// precedence order.
+func (w World) selecting(tier cnpv1beta1.Tier, pod Pod) []*cnpv1beta1.ClusterNetworkPolicy {
 	var pols []*cnpv1beta1.ClusterNetworkPolicy
 	for _, p := range w.Cluster {
-		if p.Spec.Tier == tier && p.Labels[contract.PolicyControllerLabel] == contract.PolicyController && w.subject(p, subject) {
+		if p.Spec.Tier == tier && p.Labels[contract.PolicyControllerLabel] == contract.PolicyController && w.subject(p, pod) {
 			pols = append(pols, p)
 		}
 	}
@@ -33,6 +46,12 @@ func (w World) tier(tier cnpv1beta1.Tier, subject, peer Pod, proto corev1.Protoc
 		}
 		return pols[i].Name < pols[j].Name
 	})
+	return pols
+}
+
+// tier is the tier's verdict on the connection, and whether it decided.
+func (w World) tier(tier cnpv1beta1.Tier, subject, peer Pod, proto corev1.Protocol, port int32, ingress bool) (verdict, decided bool) {
+	pols := w.selecting(tier, subject)
 	server := peer
 	if ingress {
 		server = subject
