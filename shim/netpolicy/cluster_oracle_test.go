@@ -116,14 +116,7 @@ type clusterScenario struct {
 // the oracle's world, whose attachment compiled is t1/server's (team a,
 // app server).
 func clusterScenarios() []clusterScenario {
-	allowAll := policy("allow-all", func(p *networkingv1.NetworkPolicy) {
-		p.Namespace = "t1"
-		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}}
-	})
-	clientOnly := policy("client-only", func(p *networkingv1.NetworkPolicy) {
-		p.Namespace = "t1"
-		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("client")}}}
-	})
+	allowAll, clientOnly := namespacedT1()
 	teamA, teamB := nsPeer("team", "a"), nsPeer("team", "b")
 	everyone := nsPeer()
 	return []clusterScenario{
@@ -167,6 +160,20 @@ func clusterScenarios() []clusterScenario {
 		{"unlabelled: ignored", []*cnpv1beta1.ClusterNetworkPolicy{
 			cnp("other", admin, 1, nsSubject("team", "a"), in(deny, peerList(everyone)), func(p *cnpv1beta1.ClusterNetworkPolicy) { p.Labels = nil })}, nil, true},
 	}
+}
+
+// namespacedT1 are two NetworkPolicies of t1 selecting every pod: one
+// allows all ingress, the other ingress from app=client.
+func namespacedT1() (allowAll, clientOnly *networkingv1.NetworkPolicy) {
+	allowAll = policy("allow-all", func(p *networkingv1.NetworkPolicy) {
+		p.Namespace = "t1"
+		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}}
+	})
+	clientOnly = policy("client-only", func(p *networkingv1.NetworkPolicy) {
+		p.Namespace = "t1"
+		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from("client")}}}
+	})
+	return allowAll, clientOnly
 }
 
 // Each scenario's plan lets through exactly what the oracle (policyeval,

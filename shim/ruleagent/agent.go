@@ -25,10 +25,10 @@ import (
 	"time"
 
 	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
-	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netpol"
@@ -125,8 +125,8 @@ type Outcome struct {
 	MultiPolicies   []string
 	ClusterPolicies []string
 	PolicyChanged   bool
-	PolicyIgnored error
-	PolicyErr     error
+	PolicyIgnored   error
+	PolicyErr       error
 	// QoSErr: the attachment's QoS rules could not be brought to their
 	// plan; Err joins it with PolicyErr and what else failed.
 	QoSErr error

@@ -33,8 +33,10 @@ func TestClusterNetworkPoliciesOnEveryAttachment(t *testing.T) {
 	nsLabels := map[string]string{"team": "a"}
 	var labelsErr error
 	f.agent.NetPol = &NetPolicies{Kernel: k.sync, Peers: &netPeers{},
-		List:            func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
-		Cluster:         func() ([]*cnpv1beta1.ClusterNetworkPolicy, error) { return []*cnpv1beta1.ClusterNetworkPolicy{cnp}, nil },
+		List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
+		Cluster: func() ([]*cnpv1beta1.ClusterNetworkPolicy, error) {
+			return []*cnpv1beta1.ClusterNetworkPolicy{cnp}, nil
+		},
 		NamespaceLabels: func(string) (map[string]string, error) { return nsLabels, labelsErr },
 	}
 	claim := f.claims.claims[0]
