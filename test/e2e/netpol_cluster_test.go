@@ -282,4 +282,3 @@ func (c *cnpBed) notEnforced(t *testing.T, e *harness.Env) {
 		t.Errorf("a Deny to a nodes peer left %s's egress open (%v): it must deny everything", web, err)
 	}
 }
-
