@@ -149,8 +149,10 @@ func onTCPRange(from, to int32) cnpv1beta1.ClusterNetworkPolicyProtocol {
 		DestinationPort: &cnpv1beta1.Port{Range: &cnpv1beta1.PortRange{Start: from, End: to}}}}
 }
 
+// onUDP is every UDP port (the API wants a destinationPort).
 func onUDP() cnpv1beta1.ClusterNetworkPolicyProtocol {
-	return cnpv1beta1.ClusterNetworkPolicyProtocol{UDP: &cnpv1beta1.ClusterNetworkPolicyProtocolUDP{}}
+	return cnpv1beta1.ClusterNetworkPolicyProtocol{UDP: &cnpv1beta1.ClusterNetworkPolicyProtocolUDP{
+		DestinationPort: &cnpv1beta1.Port{Range: &cnpv1beta1.PortRange{Start: 1, End: 65535}}}}
 }
 
 func onNamed(name string) cnpv1beta1.ClusterNetworkPolicyProtocol {
