@@ -197,8 +197,7 @@ func (c *cnpBed) scenarios() []cnpScenario {
 			c.cnp("base", baseline, 1, c.onNS(), cnpIn(cnpPass, c.nsPeer("team", "a"))),
 			c.cnp("base-deny", baseline, 2, c.onNS(), cnpIn(cnpDeny, everyone))), nil},
 		{"unlabelled: ignored", cnps(c.cnp("base", baseline, 1, c.onNS(), cnpIn(cnpDeny, everyone),
-			func(p *cnpv1beta1.ClusterNetworkPolicy) { p.Labels = nil })), nil},
-		{"no policy again", nil, nil},
+			func(p *cnpv1beta1.ClusterNetworkPolicy) { p.Labels = nil })), nil}, // as no policy
 	}
 }
 
