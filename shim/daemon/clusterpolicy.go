@@ -28,13 +28,13 @@ const clusterResource = "clusternetworkpolicies"
 // enforce: the daemon says so and does not watch them (a CRD installed
 // later is read from the daemon's next start).
 func (d *Daemon) clusterInformer(ctx context.Context) error {
-	served, err := serves(d.kube.Discovery(), cnpv1beta1.SchemeGroupVersion.String(), clusterResource)
+	served, err := serves(d.kube.Discovery(), cnpv1beta1.GroupVersion.String(), clusterResource)
 	if err != nil {
 		return err
 	}
 	if !served {
 		klog.FromContext(ctx).Info("ClusterNetworkPolicy is not served by the API server: none enforced until a restart finds it",
-			"groupVersion", cnpv1beta1.SchemeGroupVersion.String())
+			"groupVersion", cnpv1beta1.GroupVersion.String())
 		return nil
 	}
 	client, err := cnpclient.NewForConfig(d.cfg.RestConfig)
@@ -83,7 +83,7 @@ func (d *Daemon) clusterObject(name string) (runtime.Object, error) {
 		return nil, err
 	}
 	p = p.DeepCopy()
-	p.APIVersion, p.Kind = cnpv1beta1.SchemeGroupVersion.String(), "ClusterNetworkPolicy"
+	p.APIVersion, p.Kind = cnpv1beta1.GroupVersion.String(), "ClusterNetworkPolicy"
 	return p, nil
 }
 
