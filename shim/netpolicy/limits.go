@@ -3,7 +3,6 @@ package netpolicy
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -58,32 +57,42 @@ type cost struct{ rules, ranges int }
 
 func costOf(allows []netpol.Allow) cost {
 	var c cost
-	for _, a := range allows {
-		v4, v6 := a.Families()
-		fams := 0
-		if v4 {
-			fams++
-		}
-		if v6 {
-			fams++
-		}
-		protos := map[uint8]bool{}
-		for _, p := range a.Ports {
-			protos[p.Proto] = true
-		}
-		c.rules += fams * max(1, len(protos))
-		c.ranges += len(a.V4) + len(a.V6) + len(a.Ports)
+	for i := range allows {
+		c.add(&allows[i])
 	}
 	return c
 }
 
+// add adds what one allow renders to.
+func (c *cost) add(a *netpol.Allow) {
+	v4, v6 := a.Families()
+	fams := 0
+	if v4 {
+		fams++
+	}
+	if v6 {
+		fams++
+	}
+	var seen [256]bool // the protocols, without allocating (withinBudget runs after every rule)
+	protos := 0
+	for _, p := range a.Ports {
+		if !seen[p.Proto] {
+			seen[p.Proto], protos = true, protos+1
+		}
+	}
+	c.rules += fams * max(1, protos)
+	c.ranges += len(a.V4) + len(a.V6) + len(a.Ports)
+}
+
 // directionCost is what a direction's allows and verdicts render to.
 func directionCost(d *netpol.Direction) cost {
-	allows := slices.Clone(d.Allow)
-	for _, v := range append(slices.Clone(d.Admin), d.Baseline...) {
-		allows = append(allows, v.Match)
+	c := costOf(d.Allow)
+	for _, vs := range [][]netpol.Verdict{d.Admin, d.Baseline} {
+		for i := range vs {
+			c.add(&vs[i].Match)
+		}
 	}
-	return costOf(allows)
+	return c
 }
 
 // withinBudget checks the plan's rendering against the attachment's bounds.
