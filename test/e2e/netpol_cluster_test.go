@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 	cnpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
@@ -170,7 +171,10 @@ func (c *cnpBed) scenarios() []cnpScenario {
 	admin, baseline := cnpv1beta1.AdminTier, cnpv1beta1.BaselineTier
 	a := c.nsA
 	allowAll := np(a, "allow-all", nil, ingressOnly, from(networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}}))
-	clientOnly := np(a, "client-only", map[string]string{"app": "web"}, ingressOnly, from(peer(nil, sel("app", "client"))))
+	// clients of its namespace on TCP 80 only: what an Admin Pass hands to it
+	// on other ports is denied (an Admin Accept would let it through)
+	clientOnly := np(a, "client-only", map[string]string{"app": "web"}, ingressOnly,
+		fromOn(peer(nil, sel("app", "client")), port(corev1.ProtocolTCP, intstr.FromInt32(80), nil)))
 	everyone := c.nsPeer()
 	webB := c.pods[3].eval.Addr.String()
 	return []cnpScenario{
