@@ -165,7 +165,7 @@ func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.appliedPol[key]
-	return ok && reflect.DeepEqual(last, plan)
+	return ok && last.Equal(plan)
 }
 
 // plan computes the attachment's plan, recording in out what selects it
