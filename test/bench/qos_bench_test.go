@@ -90,9 +90,9 @@ func benchAddr(i int) netip.Addr {
 // the sync that brings all 100 attachments' rules to it in place, the
 // rule's 100 peer addresses untouched; the ports' changes go in one
 // nftables transaction. The agent runs as in netclass-dra (Run): the edit
-// triggers it as an informer event does, and it waits out its 250 ms
-// debounce before it syncs. It reports the p50/p99 time from the edit
-// until all attachments hold it (the debounce included, the API server's
+// triggers it as an informer event does, and it syncs once 250 ms have
+// passed since its last sync started. It reports the p50/p99 time from the edit
+// until all attachments hold it (that wait included, the API server's
 // and the informer's delivery not) and fails when the p99 misses
 // effectTarget; also the syncs' own p50/p99 and the CPU time per edit.
 // The API side is faked; the kernel side is real.
