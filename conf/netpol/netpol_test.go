@@ -2,6 +2,8 @@ package netpol
 
 import (
 	"net/netip"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/netclass-dev/netclass/conf/qos"
@@ -47,3 +49,26 @@ func TestPlanEqual(t *testing.T) {
 }
 
 func edit(p *Plan, f func(*Plan)) *Plan { f(p); return p }
+
+// Equal compares every field: one added to a plan's types must be added
+// to Equal (and to this list), or the agent would take a changed plan for
+// the one an attachment holds.
+func TestPlanEqualKnowsEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want []string
+	}{
+		{reflect.TypeFor[Plan](), []string{"Ingress", "Egress"}},
+		{reflect.TypeFor[Direction](), []string{"Isolated", "Allow"}},
+		{reflect.TypeFor[Allow](), []string{"V4", "V6", "Ports"}},
+		{reflect.TypeFor[PortRange](), []string{"Proto", "From", "To"}}, // compared by ==
+	} {
+		var got []string
+		for f := range tc.typ.Fields() {
+			got = append(got, f.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s has fields %v; Equal compares %v", tc.typ, got, tc.want)
+		}
+	}
+}
