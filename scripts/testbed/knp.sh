@@ -37,7 +37,7 @@ knp_bin() {
 
 # build: copy the module's source out of the read-only module cache, patch the copy, build it
 # inside it (the module's own go.mod and go.sum: no scratch module needed), move the binary in
-# only once complete. 97 s on 2 cores with a warm Go build cache; 0 when cached.
+# only once complete. 97 s here the first time, 4 s when only the binary is missing; 0 when cached.
 build() {
   local bin dir src tmp
   bin=$(knp_bin)
