@@ -29,13 +29,13 @@ import (
 // three ways — (a) unlabelled NetworkPolicies, (c) NetworkPolicies labelled
 // for netclass, (b) MultiNetworkPolicies naming the network — each
 // followed by "no policy"; every pair of pods is probed over eth0 (pod IPs)
-// and over net1 on TCP 80, TCP 8080 and UDP 53. net1 is compared with
-// policyeval on the objects as written (netclass's semantics); eth0 with
+// and over net1 on TCP 80, TCP 8080, UDP 53 and SCTP 7777. net1 is compared
+// with policyeval on the objects as written (netclass's semantics); eth0 with
 // policyeval on every NetworkPolicy as if labelled (what an engine that
 // ignores the label enforces), on the pods' primary IPs, within what
 // reaches without any policy. Before the probes the oracle must say that
 // the row changes what its kind claims: (a) eth0 only, (b) net1 only,
-// (c) both (the hazard).
+// (c) both (the hazard). About 100 s on this machine.
 func TestPrimaryEngineBesideNetclass(t *testing.T) {
 	e := harness.Shared(t)
 	primaryEngine(t)
@@ -146,7 +146,7 @@ type primaryBed struct {
 var primaryPorts = []struct {
 	proto corev1.Protocol
 	port  int
-}{{corev1.ProtocolTCP, 80}, {corev1.ProtocolTCP, 8080}, {corev1.ProtocolUDP, 53}}
+}{{corev1.ProtocolTCP, 80}, {corev1.ProtocolTCP, 8080}, {corev1.ProtocolUDP, 53}, {corev1.ProtocolSCTP, 7777}}
 
 // allProbes: every ordered pair, every port, over net1 and over eth0.
 func (pb *primaryBed) allProbes() []polProbe {
