@@ -140,6 +140,8 @@ func webQoS(dscp int32, to ...ncv1.Destination) *ncv1.NetworkQoS {
 	}
 	return &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "web"},
 		Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			NetworkSelectors: ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+				{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}},
 			Egress: []ncv1.Rule{rule}}}
 }
 

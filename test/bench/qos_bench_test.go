@@ -48,7 +48,8 @@ func (s *benchSources) Lookup(string) (network.Offer, bool) {
 }
 func (s *benchSources) NetworkQoS(ns string) ([]*ncv1.NetworkQoS, error) {
 	return []*ncv1.NetworkQoS{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edited"},
-		Spec: ncv1.NetworkQoSSpec{Egress: []ncv1.Rule{
+		Spec: ncv1.NetworkQoSSpec{NetworkSelectors: ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+			{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}}, Egress: []ncv1.Rule{
 			{DSCP: s.dscp, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: &metav1.LabelSelector{}}}}},
 			{DSCP: 10, Bandwidth: &ncv1.Bandwidth{Rate: ptr(int64(10_000))}},
 		}}}}, nil
