@@ -72,6 +72,11 @@ func removePortRules(hostIf string) error {
 	return nft.DeletePortQoS(c, hostIf)
 }
 
+// RemovePortRules deletes a host end's DSCP and metered rules from the
+// host's shared table, knowing only its name: what the rule agent runs
+// when a pod whose primary interface it marked is gone.
+func RemovePortRules(hostIf string) error { return removePortRules(hostIf) }
+
 func removeHostIFB(hostIf string) error { return link.DeleteIFB(HostIFBName(hostIf)) }
 
 // removeHostShaping deletes the host end's qdiscs (its ingress shaping and

@@ -1,0 +1,217 @@
+package qosport
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
+	"github.com/netclass-dev/netclass/test/nstest"
+	"github.com/netclass-dev/netclass/test/traffic"
+)
+
+// primaryCNI is a pod's primary interface as a bridge-based primary CNI
+// (upstream bridge, Flannel) makes it: eth0 in the pod, its veth's host end
+// vethpod a port of cni0, next to a peer pod; the CNI's own objects on the
+// host end: a root qdisc, an ingress qdisc whose filter redirects the pod's
+// egress to an IFB (the bandwidth plugin's shaping), an nftables table of
+// each family at the hooks netclass uses, and an iptables rule.
+type primaryCNI struct {
+	host, pod, peer *nstest.NS
+}
+
+func newPrimaryCNI(t *testing.T) *primaryCNI {
+	c := &primaryCNI{host: nstest.New(t), pod: nstest.New(t), peer: nstest.New(t)}
+	nstest.Veth(t, c.pod, "eth0", "10.99.0.2/24", c.host, "vethpod", "")
+	nstest.Veth(t, c.peer, "eth0", "10.99.0.3/24", c.host, "vethpeer", "")
+	c.host.Bridge(t, "cni0", "vethpod", "vethpeer")
+	c.pod.Output(t, "ip", "-6", "addr", "add", "fd99::2/64", "dev", "eth0", "nodad")
+	c.peer.Output(t, "ip", "-6", "addr", "add", "fd99::3/64", "dev", "eth0", "nodad")
+	for _, cmd := range [][]string{
+		{"tc", "qdisc", "add", "dev", "vethpod", "root", "handle", "1:", "tbf", "rate", "1gbit", "burst", "256kb", "latency", "50ms"},
+		{"tc", "qdisc", "add", "dev", "vethpod", "ingress"},
+		{"ip", "link", "add", "cnifb", "type", "ifb"},
+		{"ip", "link", "set", "cnifb", "up"},
+		{"tc", "qdisc", "add", "dev", "cnifb", "root", "tbf", "rate", "1gbit", "burst", "256kb", "latency", "50ms"},
+		{"tc", "filter", "add", "dev", "vethpod", "parent", "ffff:", "protocol", "all", "prio", "1", "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "cnifb"},
+		{"nft", "add table inet cni_fake; add chain inet cni_fake fwdchain { type filter hook forward priority 0; }; add rule inet cni_fake fwdchain iifname vethpod counter accept"},
+		{"nft", "add table bridge cni_fake_br; add chain bridge cni_fake_br prechain { type filter hook prerouting priority -200; }; add rule bridge cni_fake_br prechain iifname vethpod counter accept"},
+		{"iptables", "-w", "-A", "FORWARD", "-i", "cni0", "-j", "ACCEPT"},
+	} {
+		c.host.Output(t, cmd[0], cmd[1:]...)
+	}
+	return c
+}
+
+// cniState is what the primary CNI owns on the host, counters left out
+// (traffic moves them).
+func (c *primaryCNI) cniState(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, cmd := range [][]string{
+		{"tc", "qdisc", "show", "dev", "vethpod"},
+		{"tc", "qdisc", "show", "dev", "cnifb"},
+		{"tc", "filter", "show", "dev", "vethpod", "ingress"},
+		{"tc", "filter", "show", "dev", "vethpod", "root"},
+		{"nft", "list", "table", "inet", "cni_fake"},
+		{"nft", "list", "table", "bridge", "cni_fake_br"},
+		{"iptables", "-w", "-S"},
+	} {
+		out := c.host.Output(t, cmd[0], cmd[1:]...)
+		for _, line := range strings.Split(out, "\n") {
+			if i := strings.Index(line, "counter packets"); i >= 0 {
+				line = line[:i]
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// sync brings the pod's eth0 to the plan, as the rule agent does.
+func (c *primaryCNI) sync(t *testing.T, plan *qos.Plan) Result {
+	t.Helper()
+	var res []Result
+	c.host.Do(t, func() error {
+		res = SyncInterfaces([]Interface{{PodNS: c.pod.Path, IfName: "eth0", Plan: plan}})
+		return nil
+	})
+	return res[0]
+}
+
+// dscpAtPeer sends UDP from the pod to the peer's address and returns the
+// DSCP the peer receives it with.
+func (c *primaryCNI) dscpAtPeer(t *testing.T, dst string) uint8 {
+	t.Helper()
+	s, err := traffic.Sniff(c.peer, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := netip.MustParseAddr(dst)
+	if err := traffic.SendUDP(c.pod, addr, 9999, 0, 5, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	got := s.WaitFor(func(p traffic.Packet) bool { return p.Dst == addr && p.DstPort == 9999 }, 3, 2*time.Second)
+	if len(got) < 3 {
+		t.Fatalf("the peer saw %d of the pod's datagrams to %s", len(got), dst)
+	}
+	return got[0].DSCP
+}
+
+func primaryPlan(rules ...qos.Rule) *qos.Plan { return qos.Compile(&qos.Spec{Egress: rules}) }
+
+func markAll(dscp int) qos.Rule { return qos.Rule{Priority: 20, DSCP: &dscp} }
+
+func markTo(dscp int, cidr string, except ...string) qos.Rule {
+	return qos.Rule{Priority: 40, DSCP: &dscp, Classifier: qos.Classifier{To: []qos.Peer{{IPBlock: &qos.IPBlock{CIDR: cidr, Except: except}}}}}
+}
+
+// NetworkQoS on a pod's primary interface next to a bridge-based primary
+// CNI: the rules go to the veth's host end in netclass's own table (out of
+// the pod's reach) and mark what the pod sends, IPv4 and IPv6, all traffic
+// or by ipBlock with except; the CNI's qdiscs, filters, nftables tables
+// and iptables rules are the same before, during and after, and its own
+// hook at the same place still sees the traffic; an empty plan, and the
+// removal of a gone pod's port, leave nothing of netclass's.
+func TestPrimaryInterfaceNextToABridgeCNI(t *testing.T) {
+	c := newPrimaryCNI(t)
+	before := c.cniState(t)
+	if r := c.sync(t, primaryPlan(markAll(20))); r.Err != nil || !r.Changed {
+		t.Fatalf("all traffic: %+v", r)
+	}
+	for _, dst := range []string{"10.99.0.3", "fd99::3"} {
+		if got := c.dscpAtPeer(t, dst); got != 20 {
+			t.Errorf("all traffic: to %s the peer sees DSCP %d, want 20", dst, got)
+		}
+	}
+	if has, err := podHasPrimaryRules(c.pod); err != nil || has {
+		t.Errorf("the pod holds netclass rules for eth0 (%v, %v): they belong on the host end", has, err)
+	}
+	story3 := primaryPlan(markTo(11, "10.99.0.0/16", "10.99.0.3/32"), markTo(48, "fd99::/64", "fd99::4/126"))
+	if r := c.sync(t, story3); r.Err != nil || !r.Changed {
+		t.Fatalf("ipBlocks with except: %+v", r)
+	}
+	for dst, want := range map[string]uint8{"10.99.0.3": 0, "fd99::3": 48} {
+		if got := c.dscpAtPeer(t, dst); got != want {
+			t.Errorf("ipBlocks with except: to %s the peer sees DSCP %d, want %d", dst, got, want)
+		}
+	}
+	if strings.Contains(c.host.Output(t, "nft", "list", "table", "bridge", "cni_fake_br"), "counter packets 0 bytes") {
+		t.Error("the CNI's own rule at bridge prerouting saw none of the pod's traffic")
+	}
+	if after := c.cniState(t); after != before {
+		t.Errorf("the primary CNI's state changed with the rules in place:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if r := c.sync(t, primaryPlan()); r.Err != nil || !r.Changed {
+		t.Fatalf("empty plan: %+v", r)
+	}
+	if got := c.dscpAtPeer(t, "fd99::3"); got != 0 {
+		t.Errorf("after the rules went the peer sees DSCP %d", got)
+	}
+	c.noPort(t, "after an empty plan")
+	if after := c.cniState(t); after != before {
+		t.Errorf("the primary CNI's state changed when the rules went:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	c.sync(t, primaryPlan(markAll(20)))
+	c.pod.Output(t, "ip", "link", "del", "eth0") // the pod goes (its CNI DEL)
+	c.host.Do(t, func() error { return RemovePortRules("vethpod") })
+	c.noPort(t, "after the pod went")
+}
+
+// noPort checks the host holds nothing of netclass's for the host end.
+func (c *primaryCNI) noPort(t *testing.T, when string) {
+	t.Helper()
+	if rs := c.host.Ruleset(t); strings.Contains(rs, nft.PortChain("vethpod")) || strings.Contains(rs, `"vethpod" : goto`) {
+		t.Errorf("%s the host still holds rules of vethpod:\n%s", when, rs)
+	}
+}
+
+func podHasPrimaryRules(pod *nstest.NS) (bool, error) {
+	var has bool
+	err := nft.InNamespace(pod.Path, func(c *nftables.Conn) error {
+		var err error
+		has, err = nft.HasAnyPodQoS(c, "eth0")
+		return err
+	})
+	return has, err
+}
+
+// A routed primary CNI (upstream ptp, Calico: the host end in no bridge)
+// has no switch port: the rules go to the pod's namespace at eth0's egress
+// hook, in netclass's own table, and mark what the pod sends; an empty plan
+// removes the table.
+func TestPrimaryInterfaceNextToARoutedCNI(t *testing.T) {
+	host, pod := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, pod, "eth0", "10.99.0.2/24", host, "vethpod", "10.99.0.1/24")
+	c := &primaryCNI{host: host, pod: pod}
+	if r := c.sync(t, primaryPlan(markAll(26))); r.Err != nil || !r.Changed {
+		t.Fatalf("all traffic: %+v", r)
+	}
+	if has, err := podHasPrimaryRules(pod); err != nil || !has {
+		t.Fatalf("the routed veth's rules are not in its pod: %v, %v", has, err)
+	}
+	s, err := traffic.Sniff(host, "vethpod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dst := netip.MustParseAddr("10.99.0.1")
+	if err := traffic.SendUDP(pod, dst, 9999, 0, 5, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	got := s.WaitFor(func(p traffic.Packet) bool { return p.Dst == dst && p.DstPort == 9999 }, 3, 2*time.Second)
+	if len(got) < 3 || got[0].DSCP != 26 {
+		t.Errorf("the host end saw %+v, want three datagrams with DSCP 26", got)
+	}
+	if r := c.sync(t, primaryPlan()); r.Err != nil || !r.Changed {
+		t.Fatalf("empty plan: %+v", r)
+	}
+	if has, err := podHasPrimaryRules(pod); err != nil || has {
+		t.Errorf("after an empty plan the pod still holds rules: %v, %v", has, err)
+	}
+}
