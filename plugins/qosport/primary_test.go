@@ -181,37 +181,83 @@ func podHasPrimaryRules(pod *nstest.NS) (bool, error) {
 	return has, err
 }
 
+// syncRouted brings the pod's eth0 to the plan as the rule agent does for
+// the primary interface (HostIngress).
+func (c *primaryCNI) syncRouted(t *testing.T, plan *qos.Plan) Result {
+	t.Helper()
+	var res []Result
+	c.host.Do(t, func() error {
+		res = SyncInterfaces([]Interface{{PodNS: c.pod.Path, IfName: "eth0", Plan: plan, HostIngress: true}})
+		return nil
+	})
+	return res[0]
+}
+
+// dscpRouted sends UDP from the pod to the peer behind the host (the
+// host routes it) and returns the DSCP the peer receives it with: what
+// leaves the host, past the host end's ingress hook (a capture on the host
+// end would see the packet before the hook).
+func (c *primaryCNI) dscpRouted(t *testing.T) uint8 {
+	t.Helper()
+	return c.dscpAtPeer(t, "10.98.0.2")
+}
+
 // A routed primary CNI (upstream ptp, Calico: the host end in no bridge)
-// has no switch port: the rules go to the pod's namespace at eth0's egress
-// hook, in netclass's own table, and mark what the pod sends; an empty plan
-// removes the table.
+// has no switch port: the primary interface's rules go to the host end's
+// netfilter ingress hook, in a table of netclass's own, out of the pod's
+// reach (a pod with CAP_NET_ADMIN that flushes its whole ruleset and its
+// qdiscs keeps its marking); a table an earlier sync left in the pod goes;
+// when the CNI hooks the host end's ingress in tc (which may redirect
+// packets past that hook), the rules go to the pod's egress hook instead;
+// an empty plan and the removal of a gone pod's port leave nothing.
 func TestPrimaryInterfaceNextToARoutedCNI(t *testing.T) {
-	host, pod := nstest.New(t), nstest.New(t)
+	host, pod, peer := nstest.New(t), nstest.New(t), nstest.New(t)
 	nstest.Veth(t, pod, "eth0", "10.99.0.2/24", host, "vethpod", "10.99.0.1/24")
-	c := &primaryCNI{host: host, pod: pod}
-	if r := c.sync(t, primaryPlan(markAll(26))); r.Err != nil || !r.Changed {
+	nstest.Veth(t, peer, "eth0", "10.98.0.2/24", host, "vethpeer", "10.98.0.1/24")
+	pod.Output(t, "ip", "route", "add", "10.98.0.0/24", "via", "10.99.0.1")
+	peer.Output(t, "ip", "route", "add", "10.99.0.0/24", "via", "10.98.0.1")
+	host.Output(t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	c := &primaryCNI{host: host, pod: pod, peer: peer}
+	if r := c.sync(t, primaryPlan(markAll(10))); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := c.syncRouted(t, primaryPlan(markAll(26))); r.Err != nil || !r.Changed {
 		t.Fatalf("all traffic: %+v", r)
 	}
+	if has, err := podHasPrimaryRules(pod); err != nil || has {
+		t.Errorf("the pod still holds a table for eth0 (%v, %v): the rules belong on the host end", has, err)
+	}
+	pod.Output(t, "nft", "flush", "ruleset")
+	pod.Output(t, "sh", "-c", "tc qdisc del dev eth0 root 2>/dev/null; tc qdisc add dev eth0 root pfifo")
+	c.checkHostTable(t, true)
+	if got := c.dscpRouted(t); got != 26 {
+		t.Errorf("after the pod flushed what it sees, the host receives DSCP %d, want 26", got)
+	}
+	host.Output(t, "tc", "qdisc", "add", "dev", "vethpod", "ingress")
+	if r := c.syncRouted(t, primaryPlan(markAll(26))); r.Err != nil || !r.Changed {
+		t.Fatalf("with a tc ingress hook on the host end: %+v", r)
+	}
 	if has, err := podHasPrimaryRules(pod); err != nil || !has {
-		t.Fatalf("the routed veth's rules are not in its pod: %v, %v", has, err)
+		t.Errorf("with a tc ingress hook on the host end, the rules are not in the pod: %v, %v", has, err)
 	}
-	s, err := traffic.Sniff(host, "vethpod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	dst := netip.MustParseAddr("10.99.0.1")
-	if err := traffic.SendUDP(pod, dst, 9999, 0, 5, 10*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	got := s.WaitFor(func(p traffic.Packet) bool { return p.Dst == dst && p.DstPort == 9999 }, 3, 2*time.Second)
-	if len(got) < 3 || got[0].DSCP != 26 {
-		t.Errorf("the host end saw %+v, want three datagrams with DSCP 26", got)
-	}
-	if r := c.sync(t, primaryPlan()); r.Err != nil || !r.Changed {
+	c.checkHostTable(t, false)
+	host.Output(t, "tc", "qdisc", "del", "dev", "vethpod", "ingress")
+	if r := c.syncRouted(t, primaryPlan()); r.Err != nil || !r.Changed {
 		t.Fatalf("empty plan: %+v", r)
 	}
 	if has, err := podHasPrimaryRules(pod); err != nil || has {
 		t.Errorf("after an empty plan the pod still holds rules: %v, %v", has, err)
+	}
+	c.syncRouted(t, primaryPlan(markAll(26)))
+	pod.Output(t, "ip", "link", "del", "eth0")
+	host.Do(t, func() error { return RemovePortRules("vethpod") })
+	c.checkHostTable(t, false)
+}
+
+// checkHostTable checks whether the host holds the host end's table.
+func (c *primaryCNI) checkHostTable(t *testing.T, want bool) {
+	t.Helper()
+	if got := strings.Contains(c.host.Ruleset(t), "table netdev "+nft.HostIngressTable("vethpod")); got != want {
+		t.Errorf("the host holds table netdev %s: %v, want %v", nft.HostIngressTable("vethpod"), got, want)
 	}
 }

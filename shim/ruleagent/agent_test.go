@@ -92,6 +92,9 @@ func (k *fakeKernel) sync(items []Item) []Result {
 			k.plans = map[string]*qos.Plan{}
 		}
 		k.plans[it.PodNS+"/"+it.IfName] = it.Plan
+		if it.HostIngress != (it.IfName == PrimaryIfName) {
+			out[i].Err = errors.New("HostIngress is for the primary interface only")
+		}
 		out[i].Changed = true
 	}
 	return out

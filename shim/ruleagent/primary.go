@@ -22,8 +22,10 @@ const PrimaryIfName = "eth0"
 // Primary makes the agent enforce the NetworkQoS objects that select the
 // default network on the pods' primary interface (eth0), next to whatever
 // primary CNI set it up, through the same kernel as the attachments
-// (qosport.SyncInterfaces: at the host end of a bridged veth, otherwise in
-// the pod at the interface's egress). Only netclass's own objects are
+// (qosport.SyncInterfaces: at the host end of a veth, bridged or routed,
+// out of the pod's reach; in the pod at the interface's egress for any
+// other interface, or when the CNI hooks a routed host end's ingress in
+// tc). Only netclass's own objects are
 // made and removed: the primary CNI's qdiscs, filters and tables are never
 // touched. A pod no such object selects costs nothing: no kernel access,
 // no state. Build it with NewPrimary.
@@ -162,7 +164,7 @@ func (a *Agent) applyPrimary(ctx context.Context, todo []primaryPending) []Outco
 	items := make([]Item, len(todo))
 	hostIfs := make([]string, len(todo))
 	for i, t := range todo {
-		items[i] = Item{PodNS: t.netns, IfName: PrimaryIfName, Plan: t.plan}
+		items[i] = Item{PodNS: t.netns, IfName: PrimaryIfName, Plan: t.plan, HostIngress: true}
 		if st, ok := p.held[t.key]; ok {
 			hostIfs[i] = st.hostIf
 		} else if t.plan.NeedsRules() {
