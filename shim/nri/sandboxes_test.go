@@ -18,7 +18,9 @@ func (w *watchLog) Started(ctx context.Context, s sandboxes.Sandbox) {
 	_, budget := ctx.Deadline()
 	w.got = append(w.got, "started "+s.Pod.Name+" "+s.ID+" "+s.NetNS+map[bool]string{true: " (budget)"}[budget])
 }
-func (w *watchLog) Stopped(uid types.UID, id string) { w.got = append(w.got, "stopped "+string(uid)+" "+id) }
+func (w *watchLog) Stopped(uid types.UID, id string) {
+	w.got = append(w.got, "stopped "+string(uid)+" "+id)
+}
 func (w *watchLog) Synchronized(list []sandboxes.Sandbox) {
 	for _, s := range list {
 		w.got = append(w.got, "synchronized "+s.Pod.Name+" "+s.NetNS)
