@@ -112,33 +112,31 @@ func portRules(t *testing.T, n bed.Node) string {
 }
 
 // primarySeen sends from the pod (send: an exec in it) until the capture
-// on the node's pod bridge sees three packets from src to dst matching
-// with dscp, within liveTimeout; the first check after a change polls, the
-// others find it at once.
+// on the node's pod bridge, started before the first send, holds three
+// packets from src to dst matching with dscp, within liveTimeout (a change
+// takes effect within a second: the first check after one polls, the
+// others find it at once).
 func primarySeen(t *testing.T, n bed.Node, src, dst string, match func(traffic.Packet) bool, dscp uint8, send func(), what string) {
 	t.Helper()
 	a, d := netip.MustParseAddr(src), netip.MustParseAddr(dst)
+	sn, err := traffic.Sniff(&nstest.NS{Name: n.Name, Path: n.NetNSPath()}, n.PodBridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Close()
 	deadline := time.Now().Add(liveTimeout)
-	var last []traffic.Packet
 	for time.Now().Before(deadline) {
-		sn, err := traffic.Sniff(&nstest.NS{Name: n.Name, Path: n.NetNSPath()}, n.PodBridge)
-		if err != nil {
-			t.Fatal(err)
-		}
 		send()
-		got := sn.WaitFor(func(p traffic.Packet) bool { return p.Src == a && p.Dst == d && p.DSCP == dscp && match(p) }, 3, time.Second)
-		last = sn.Packets()
-		sn.Close()
-		if len(got) >= 3 {
+		if got := sn.WaitFor(func(p traffic.Packet) bool { return p.Src == a && p.Dst == d && p.DSCP == dscp && match(p) }, 3, 500*time.Millisecond); len(got) >= 3 {
 			return
 		}
 	}
-	t.Fatalf("%s: no three packets %s -> %s with DSCP %d on %s's %s within %v; the last attempt saw %+v", what, src, dst, dscp, n.Name, n.PodBridge, liveTimeout, last)
+	t.Fatalf("%s: no three packets %s -> %s with DSCP %d on %s's %s within %v; it saw %+v", what, src, dst, dscp, n.Name, n.PodBridge, liveTimeout, sn.Packets())
 }
 
 func pingFrom(t *testing.T, e *harness.Env, ns, pod, dst string) func() {
 	return func() {
-		_, _, _ = testbed.Exec(testbed.Context(t, time.Minute), e.Rest, ns, pod, "main", "ping", "-c", "3", "-w", "2", dst)
+		_, _, _ = testbed.Exec(testbed.Context(t, time.Minute), e.Rest, ns, pod, "main", "ping", "-c", "3", "-i", "0.2", "-W", "1", "-w", "1", dst)
 	}
 }
 
