@@ -78,6 +78,8 @@ type fakeKernel struct {
 	calls int                  // interfaces synced
 	plans map[string]*qos.Plan // netns/ifname -> plan
 	fail  error
+	// failNS fails the interfaces of a namespace.
+	failNS map[string]error
 }
 
 func (k *fakeKernel) sync(items []Item) []Result {
@@ -86,6 +88,10 @@ func (k *fakeKernel) sync(items []Item) []Result {
 		k.calls++
 		if k.fail != nil {
 			out[i].Err = k.fail
+			continue
+		}
+		if err := k.failNS[it.PodNS]; err != nil {
+			out[i].Err = err
 			continue
 		}
 		if k.plans == nil {

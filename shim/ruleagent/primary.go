@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/shim/sandboxes"
@@ -39,6 +40,10 @@ type Primary struct {
 	// RemovePort deletes the rules a gone pod left on its host end
 	// (qosport.RemovePortRules).
 	RemovePort func(hostIf string) error
+	// Ready, when set, says whether Sandboxes lists every pod of the node
+	// yet (NRI's Synchronize came): the sync that checks every pod once
+	// waits for it.
+	Ready func() bool
 
 	lock chan struct{} // one sync or guard at a time
 	held map[string]primaryState
@@ -112,7 +117,7 @@ func (a *Agent) syncPrimary(ctx context.Context) []Outcome {
 	}
 	outs = append(outs, a.applyPrimary(ctx, todo)...)
 	p.removeGone(ctx, live)
-	p.known = true
+	p.known = p.known || p.Ready == nil || p.Ready()
 	return outs
 }
 
@@ -171,11 +176,14 @@ func (a *Agent) applyPrimary(ctx context.Context, todo []primaryPending) []Outco
 			hostIfs[i], _ = p.HostEnd(t.netns, PrimaryIfName) // an error is the kernel's too, reported there
 		}
 	}
-	outs := make([]Outcome, len(todo))
+	var outs []Outcome
 	for i, r := range a.kernel(items) {
 		t := todo[i]
 		t.out.Changed = r.Changed
 		switch {
+		case errors.Is(r.Err, netns.ErrNotFound): // a stopped sandbox the runtime still lists
+			delete(p.held, t.key)
+			continue
 		case r.Err != nil && (len(t.out.Selected) > 0 || p.isHeld(t.key)):
 			t.out.QoSErr = fmt.Errorf("pod %s interface %s: %w", t.out.Pod, PrimaryIfName, r.Err)
 			t.out.Err = errors.Join(t.out.Err, t.out.QoSErr)
@@ -187,7 +195,7 @@ func (a *Agent) applyPrimary(ctx context.Context, todo []primaryPending) []Outco
 		default:
 			delete(p.held, t.key)
 		}
-		outs[i] = t.out
+		outs = append(outs, t.out)
 	}
 	return outs
 }
@@ -229,7 +237,11 @@ func (a *Agent) GuardPrimary(ctx context.Context, sb sandboxes.Sandbox, pod *cor
 	if !ok || pend.plan == nil || !pend.plan.NeedsRules() {
 		return pend.out.Err
 	}
-	out := a.applyPrimary(ctx, []primaryPending{pend})[0]
+	outs := a.applyPrimary(ctx, []primaryPending{pend})
+	if len(outs) == 0 {
+		return nil // the namespace is gone
+	}
+	out := outs[0]
 	if out.Err == nil {
 		klog.FromContext(ctx).V(2).Info("NetworkQoS in place on the primary interface before the pod starts",
 			"pod", klog.KObj(pod), "interface", PrimaryIfName, "networkQoS", out.Selected)

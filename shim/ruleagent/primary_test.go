@@ -2,6 +2,7 @@ package ruleagent
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/shim/sandboxes"
 )
 
@@ -171,5 +173,34 @@ func TestGuardPrimary(t *testing.T) {
 	f.agent.Sync(context.Background())
 	if f.kernel.calls != calls+2 { // a and c: e is already right
 		t.Errorf("the sync after the guard made %d kernel calls, want 2 (a, c)", f.kernel.calls-calls)
+	}
+}
+
+// The sync that checks every pod once waits for the runtime's whole list
+// (NRI Synchronize): one before it does not count. A stopped sandbox the
+// runtime still lists (its namespace gone) is neither an error nor kept.
+func TestPrimaryWaitsForTheRuntimesList(t *testing.T) {
+	f := newPrimaryFixture()
+	ready, all := false, f.sandboxes
+	f.sandboxes = nil
+	f.agent.Primary.Ready = func() bool { return ready }
+	f.agent.Sync(context.Background())
+	f.sandboxes, ready = all, true
+	stale := sandboxes.Sandbox{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, UID: "a", ID: "sb-old", NetNS: "/ns/gone"}
+	f.sandboxes = append(f.sandboxes, stale)
+	f.kernel.failNS = map[string]error{"/ns/gone": fmt.Errorf("interface eth0: %w", netns.ErrNotFound)}
+	f.agent.Sync(context.Background())
+	for _, ns := range []string{"/ns/a", "/ns/b", "/ns/c"} {
+		if p, ok := f.kernel.plans[ns+"/eth0"]; !ok || p.NeedsRules() {
+			t.Errorf("%s's eth0 was not checked once the runtime's list came: %+v", ns, p)
+		}
+	}
+	f.policies["t1"] = []*ncv1.NetworkQoS{primaryQoS(20)}
+	outs := f.agent.Sync(context.Background())
+	if err := Errors(outs); err != nil {
+		t.Errorf("a stopped sandbox still listed made an error: %v", err)
+	}
+	if got := rulesOf(t, f.kernel, "/ns/a/eth0"); !slices.Equal(got, []uint8{20}) {
+		t.Errorf("a's running sandbox holds %v, want [20]", got)
 	}
 }

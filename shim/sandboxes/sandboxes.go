@@ -26,16 +26,20 @@ type Sandbox struct {
 	NetNS string
 }
 
-// Record holds the node's sandboxes by pod UID (a pod has one running
-// sandbox; a new one replaces the one before). The zero value is empty and
-// ready; OnChange, when set, is called after each change (outside the
-// lock).
+// Record holds the node's sandboxes by pod UID and sandbox ID: a pod has
+// one running sandbox, but the runtime's list (Synchronize) may name a
+// stopped one of the same pod too, whose namespace is gone (its reader
+// skips it). The zero value is empty and ready; OnChange, when set, is
+// called after each change (outside the lock).
 type Record struct {
 	OnChange func()
 
-	mu   sync.Mutex
-	pods map[types.UID]Sandbox
+	mu           sync.Mutex
+	pods         map[string]Sandbox
+	synchronized bool
 }
+
+func key(uid types.UID, id string) string { return string(uid) + "/" + id }
 
 // Started records a sandbox; one without a network namespace of its own
 // (host network) is not recorded, and replaces nothing.
@@ -45,9 +49,9 @@ func (r *Record) Started(s Sandbox) {
 	}
 	r.mu.Lock()
 	if r.pods == nil {
-		r.pods = map[types.UID]Sandbox{}
+		r.pods = map[string]Sandbox{}
 	}
-	r.pods[s.UID] = s
+	r.pods[key(s.UID, s.ID)] = s
 	r.mu.Unlock()
 	r.changed()
 }
@@ -56,28 +60,34 @@ func (r *Record) Started(s Sandbox) {
 // later sandbox of the same pod is kept.
 func (r *Record) Stopped(uid types.UID, id string) {
 	r.mu.Lock()
-	s, ok := r.pods[uid]
-	if ok && s.ID == id {
-		delete(r.pods, uid)
-	}
+	_, ok := r.pods[key(uid, id)]
+	delete(r.pods, key(uid, id))
 	r.mu.Unlock()
-	if ok && s.ID == id {
+	if ok {
 		r.changed()
 	}
 }
 
 // Replace sets the record to the runtime's list (NRI Synchronize).
 func (r *Record) Replace(list []Sandbox) {
-	pods := make(map[types.UID]Sandbox, len(list))
+	pods := make(map[string]Sandbox, len(list))
 	for _, s := range list {
 		if s.NetNS != "" && s.UID != "" {
-			pods[s.UID] = s
+			pods[key(s.UID, s.ID)] = s
 		}
 	}
 	r.mu.Lock()
-	r.pods = pods
+	r.pods, r.synchronized = pods, true
 	r.mu.Unlock()
 	r.changed()
+}
+
+// Synchronized reports whether the runtime's whole list was given
+// (Replace): until then the record may lack running pods.
+func (r *Record) Synchronized() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.synchronized
 }
 
 // List returns the sandboxes, by pod.
@@ -89,7 +99,7 @@ func (r *Record) List() []Sandbox {
 	}
 	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Sandbox) int {
-		return cmp.Or(cmp.Compare(a.Pod.String(), b.Pod.String()), cmp.Compare(a.UID, b.UID))
+		return cmp.Or(cmp.Compare(a.Pod.String(), b.Pod.String()), cmp.Compare(a.UID, b.UID), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }
