@@ -30,7 +30,8 @@ import (
 // attachment whose record would name it).
 func primaryNS(t *testing.T, n bed.Node, name, ip string) *nstest.NS {
 	t.Helper()
-	dir := n.HostPath(bed.StateDir() + "/containerd/netns") // containerd's netns_mounts_under_state_dir
+	// containerd's netns_mounts_under_state_dir: under its CRI plugin's state
+	dir := n.HostPath(bed.StateDir() + "/containerd/io.containerd.grpc.v1.cri/netns")
 	files, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
