@@ -118,8 +118,14 @@ func portRules(t *testing.T, n bed.Node) string {
 // others find it at once).
 func primarySeen(t *testing.T, n bed.Node, src, dst string, match func(traffic.Packet) bool, dscp uint8, send func(), what string) {
 	t.Helper()
+	primarySeenAt(t, &nstest.NS{Name: n.Name, Path: n.NetNSPath()}, n.PodBridge, src, dst, match, dscp, send, what)
+}
+
+// primarySeenAt is primarySeen with the capture on ifname of the namespace.
+func primarySeenAt(t *testing.T, at *nstest.NS, ifname, src, dst string, match func(traffic.Packet) bool, dscp uint8, send func(), what string) {
+	t.Helper()
 	a, d := netip.MustParseAddr(src), netip.MustParseAddr(dst)
-	sn, err := traffic.Sniff(&nstest.NS{Name: n.Name, Path: n.NetNSPath()}, n.PodBridge)
+	sn, err := traffic.Sniff(at, ifname)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +137,7 @@ func primarySeen(t *testing.T, n bed.Node, src, dst string, match func(traffic.P
 			return
 		}
 	}
-	t.Fatalf("%s: no three packets %s -> %s with DSCP %d on %s's %s within %v; it saw %+v", what, src, dst, dscp, n.Name, n.PodBridge, liveTimeout, sn.Packets())
+	t.Fatalf("%s: no three packets %s -> %s with DSCP %d on %s's %s within %v; it saw %+v", what, src, dst, dscp, at.Name, ifname, liveTimeout, sn.Packets())
 }
 
 func pingFrom(t *testing.T, e *harness.Env, ns, pod, dst string) func() {
