@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -39,21 +40,30 @@ type sandboxWatcher struct {
 // fail the sandbox: the agent retries, and the object's status.nodes
 // reports it.
 func (w *sandboxWatcher) Started(ctx context.Context, s sandboxes.Sandbox) {
+	start := time.Now()
+	guarded := w.started(ctx, s)
+	klog.FromContext(ctx).V(2).Info("Sandbox recorded", "pod", s.Pod.String(), "guarded", guarded,
+		"elapsedMs", float64(time.Since(start).Microseconds())/1000)
+}
+
+// started records the sandbox and guards its primary interface; guarded
+// says whether the namespace has NetworkQoS objects (the guard ran).
+func (w *sandboxWatcher) started(ctx context.Context, s sandboxes.Sandbox) (guarded bool) {
 	w.record.Started(s)
 	if objs, err := w.qos.NetworkQoS(s.Pod.Namespace); err != nil || len(objs) == 0 || s.NetNS == "" {
-		return // nothing can select it (the agent's sync reports a listing error)
+		return false // nothing can select it (the agent's sync reports a listing error)
 	}
-	log := klog.FromContext(ctx).WithValues("pod", s.Pod)
 	pod, err := w.pods.Pod(ctx, s.Pod.Namespace, s.Pod.Name)
 	if err == nil && pod.UID != s.UID {
-		return // another pod of that name: the agent's sync sorts it out
+		return false // another pod of that name: the agent's sync sorts it out
 	}
 	if err == nil {
 		err = w.agent.GuardPrimary(ctx, s, pod)
 	}
 	if err != nil {
-		log.Error(err, "NetworkQoS of the primary interface not in place before the pod starts; the agent retries")
+		klog.FromContext(ctx).Error(err, "NetworkQoS of the primary interface not in place before the pod starts; the agent retries", "pod", s.Pod)
 	}
+	return true
 }
 
 func (w *sandboxWatcher) Stopped(uid types.UID, id string) { w.record.Stopped(uid, id) }
