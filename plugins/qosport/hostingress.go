@@ -61,3 +61,34 @@ func podHasTable(a Attachment) (bool, error) {
 	})
 	return found, err
 }
+
+// RemoveStaleHostRules deletes the rules of every host end the host holds
+// rules of but that no longer exists (a pod deleted while netclass-dra
+// was down, whose DEL or agent never removed them), and returns their
+// names. A host end's rules are never installed before the host end
+// exists, so one that is missing is gone for good.
+func RemoveStaleHostRules() ([]string, error) {
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return nil, err
+	}
+	ends, err := nft.HostEnds(c)
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	var errs []error
+	for _, h := range ends {
+		_, err := link.ByName(h)
+		if !link.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		if err := RemovePortRules(h); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stale = append(stale, h)
+	}
+	return stale, errors.Join(errs...)
+}

@@ -261,3 +261,42 @@ func (c *primaryCNI) checkHostTable(t *testing.T, want bool) {
 		t.Errorf("the host holds table netdev %s: %v, want %v", nft.HostIngressTable("vethpod"), got, want)
 	}
 }
+
+// The rules of host ends that are gone (their pods deleted while the agent
+// was down) are found and removed, in the shared table and in the host
+// ends' own tables; a live host end's stay.
+func TestRemoveStaleHostRules(t *testing.T) {
+	host := nstest.New(t)
+	host.Bridge(t, "br0")
+	var ifs []Interface
+	for _, h := range []string{"hA", "hB", "hC"} {
+		pod := nstest.New(t)
+		nstest.Veth(t, pod, "eth0", "", host, h, "")
+		if h != "hB" {
+			host.Bridge(t, "br0", h)
+		}
+		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "eth0", Plan: primaryPlan(markAll(20)), HostIngress: true})
+	}
+	var res []Result
+	host.Do(t, func() error { res = SyncInterfaces(ifs); return nil })
+	for i, r := range res {
+		if r.Err != nil || !r.Changed {
+			t.Fatalf("interface %d: %+v", i, r)
+		}
+	}
+	host.Output(t, "ip", "link", "del", "hA")
+	host.Output(t, "ip", "link", "del", "hB")
+	var stale []string
+	host.Do(t, func() error {
+		var err error
+		stale, err = RemoveStaleHostRules()
+		return err
+	})
+	if strings.Join(stale, " ") != "hA hB" {
+		t.Errorf("stale host ends %v, want [hA hB]", stale)
+	}
+	rs := host.Ruleset(t)
+	if strings.Contains(rs, nft.PortChain("hA")) || strings.Contains(rs, nft.HostIngressTable("hB")) || !strings.Contains(rs, nft.PortChain("hC")+" {") {
+		t.Errorf("after the removal the host holds:\n%s", rs)
+	}
+}

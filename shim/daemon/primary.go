@@ -21,6 +21,7 @@ func (d *Daemon) primaryNetwork() {
 	record := &sandboxes.Record{OnChange: d.qos.Trigger}
 	d.qos.Primary = ruleagent.NewPrimary(record.List, qosport.HostEnd, qosport.RemovePortRules)
 	d.qos.Primary.Ready = record.Synchronized
+	d.qos.Primary.GC = qosport.RemoveStaleHostRules
 	d.runtime.Sandboxes = &sandboxWatcher{record: record, agent: d.qos,
 		qos:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		pods: podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube}}

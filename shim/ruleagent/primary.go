@@ -44,6 +44,10 @@ type Primary struct {
 	// yet (NRI's Synchronize came): the sync that checks every pod once
 	// waits for it.
 	Ready func() bool
+	// GC, when set, removes the rules of host ends that no longer exist
+	// (pods deleted while the daemon was down) and names them: run once,
+	// with the first sync that checks every pod (qosport.RemoveStaleHostRules).
+	GC func() ([]string, error)
 
 	lock chan struct{} // one sync or guard at a time
 	held map[string]primaryState
@@ -117,7 +121,10 @@ func (a *Agent) syncPrimary(ctx context.Context) []Outcome {
 	}
 	outs = append(outs, a.applyPrimary(ctx, todo)...)
 	p.removeGone(ctx, live)
-	p.known = p.known || p.Ready == nil || p.Ready()
+	if !p.known && (p.Ready == nil || p.Ready()) {
+		p.known = true
+		p.collect(ctx)
+	}
 	return outs
 }
 
@@ -216,6 +223,20 @@ func (p *Primary) removeGone(ctx context.Context, live map[string]bool) {
 			}
 		}
 		delete(p.held, key)
+	}
+}
+
+// collect runs GC, logging what it removed.
+func (p *Primary) collect(ctx context.Context) {
+	if p.GC == nil {
+		return
+	}
+	stale, err := p.GC()
+	if len(stale) > 0 {
+		klog.FromContext(ctx).Info("Removed the rules of host ends that are gone", "hostInterfaces", stale)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Looking for the rules of host ends that are gone failed")
 	}
 }
 

@@ -183,8 +183,13 @@ func TestPrimaryWaitsForTheRuntimesList(t *testing.T) {
 	f := newPrimaryFixture()
 	ready, all := false, f.sandboxes
 	f.sandboxes = nil
+	gcs := 0
 	f.agent.Primary.Ready = func() bool { return ready }
+	f.agent.Primary.GC = func() ([]string, error) { gcs++; return nil, nil }
 	f.agent.Sync(context.Background())
+	if gcs != 0 {
+		t.Errorf("host ends collected %d times before the runtime's list", gcs)
+	}
 	f.sandboxes, ready = all, true
 	stale := sandboxes.Sandbox{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, UID: "a", ID: "sb-old", NetNS: "/ns/gone"}
 	f.sandboxes = append(f.sandboxes, stale)
@@ -202,5 +207,8 @@ func TestPrimaryWaitsForTheRuntimesList(t *testing.T) {
 	}
 	if got := rulesOf(t, f.kernel, "/ns/a/eth0"); !slices.Equal(got, []uint8{20}) {
 		t.Errorf("a's running sandbox holds %v, want [20]", got)
+	}
+	if gcs != 1 {
+		t.Errorf("host ends collected %d times, want once (with the first sync that checks every pod)", gcs)
 	}
 }

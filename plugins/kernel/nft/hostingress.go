@@ -2,6 +2,8 @@ package nft
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -78,4 +80,35 @@ func DeleteHostIngressQoS(c *nftables.Conn, hostIf string) error {
 		return fmt.Errorf("delete nftables table netdev %s: %w", HostIngressTable(hostIf), err)
 	}
 	return nil
+}
+
+// HostEnds lists the host ends the host holds rules of: the ports of the
+// shared table and the host ends' own ingress tables.
+func HostEnds(c *nftables.Conn) ([]string, error) {
+	ts, err := readTable(c)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for h := range ts.elements {
+		seen[h] = true
+	}
+	for h := range ts.chains {
+		seen[h] = true
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyNetdev)
+	if err != nil {
+		return nil, fmt.Errorf("list nftables tables: %w", err)
+	}
+	for _, t := range tables {
+		if h, ok := strings.CutPrefix(t.Name, HostIngressTable("")); ok && h != "" {
+			seen[h] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for h := range seen {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return out, nil
 }
