@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -49,7 +50,9 @@ type Primary struct {
 	// with the first sync that checks every pod (qosport.RemoveStaleHostRules).
 	GC func() ([]string, error)
 
-	lock chan struct{} // one sync or guard at a time
+	// mu guards held and known; never held across a kernel call, so a
+	// sandbox's guard never waits for a sync's kernel work.
+	mu   sync.Mutex
 	held map[string]primaryState
 	// known: a sync has run since the start, so held is what the kernel
 	// holds (before it, every pod is synced once: rules of objects deleted
@@ -65,20 +68,8 @@ type primaryState struct {
 
 // NewPrimary returns the primary network's part of the agent.
 func NewPrimary(list func() []sandboxes.Sandbox, hostEnd func(string, string) (string, error), removePort func(string) error) *Primary {
-	return &Primary{Sandboxes: list, HostEnd: hostEnd, RemovePort: removePort,
-		lock: make(chan struct{}, 1), held: map[string]primaryState{}}
+	return &Primary{Sandboxes: list, HostEnd: hostEnd, RemovePort: removePort, held: map[string]primaryState{}}
 }
-
-func (p *Primary) acquire(ctx context.Context) error {
-	select {
-	case p.lock <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("the primary network's rules are busy: %w", ctx.Err())
-	}
-}
-
-func (p *Primary) release() { <-p.lock }
 
 func primaryKey(sb sandboxes.Sandbox) string { return string(sb.UID) + "/" + sb.ID }
 
@@ -97,15 +88,27 @@ func (a *Agent) syncPrimary(ctx context.Context) []Outcome {
 	if p == nil {
 		return nil
 	}
-	if err := p.acquire(ctx); err != nil {
-		return nil
+	p.mu.Lock()
+	outs, todo := a.planPrimary()
+	p.mu.Unlock()
+	outs = append(outs, a.applyPrimary(ctx, todo)...)
+	p.mu.Lock()
+	gone := p.takeGone()
+	first := !p.known && (p.Ready == nil || p.Ready())
+	p.known = p.known || first
+	p.mu.Unlock()
+	p.removeGone(ctx, gone)
+	if first {
+		p.collect(ctx)
 	}
-	defer p.release()
-	var outs []Outcome
-	var todo []primaryPending
-	live := map[string]bool{}
+	return outs
+}
+
+// planPrimary computes the plans of the recorded sandboxes: the outcomes
+// of those that hold theirs, and the ones to sync. Holding p.mu.
+func (a *Agent) planPrimary() (outs []Outcome, todo []primaryPending) {
+	p := a.Primary
 	for _, sb := range p.Sandboxes() {
-		live[primaryKey(sb)] = true
 		pod, ok := a.pods.Pod(sb.Pod.Namespace, sb.Pod.Name, sb.UID)
 		if !ok {
 			continue // not in the cache yet, or being deleted: the next sync sees it
@@ -119,13 +122,7 @@ func (a *Agent) syncPrimary(ctx context.Context) []Outcome {
 			todo = append(todo, pend)
 		}
 	}
-	outs = append(outs, a.applyPrimary(ctx, todo)...)
-	p.removeGone(ctx, live)
-	if !p.known && (p.Ready == nil || p.Ready()) {
-		p.known = true
-		p.collect(ctx)
-	}
-	return outs
+	return outs, todo
 }
 
 // primaryPlan computes the plan of the sandbox's primary interface; ok is
@@ -164,10 +161,10 @@ func (p *Primary) holds(key string, plan *qos.Plan) bool {
 	return ok && reflect.DeepEqual(st.plan, plan)
 }
 
-// applyPrimary syncs the pending primary interfaces in one kernel call and
-// records what they hold. The host end of an interface that is to get
-// rules is looked up first, so the rules can be removed once the pod's
-// namespace is gone.
+// applyPrimary syncs the pending primary interfaces in one kernel call,
+// outside p.mu, and records what they hold. The host end of an interface
+// that is to get rules is looked up first, so the rules can be removed
+// once the pod's namespace is gone.
 func (a *Agent) applyPrimary(ctx context.Context, todo []primaryPending) []Outcome {
 	if len(todo) == 0 {
 		return nil
@@ -177,52 +174,90 @@ func (a *Agent) applyPrimary(ctx context.Context, todo []primaryPending) []Outco
 	hostIfs := make([]string, len(todo))
 	for i, t := range todo {
 		items[i] = Item{PodNS: t.netns, IfName: PrimaryIfName, Plan: t.plan, HostIngress: true}
-		if st, ok := p.held[t.key]; ok {
+		p.mu.Lock()
+		st, ok := p.held[t.key]
+		p.mu.Unlock()
+		if ok {
 			hostIfs[i] = st.hostIf
 		} else if t.plan.NeedsRules() {
 			hostIfs[i], _ = p.HostEnd(t.netns, PrimaryIfName) // an error is the kernel's too, reported there
 		}
 	}
+	res := a.kernel(items)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var outs []Outcome
-	for i, r := range a.kernel(items) {
-		t := todo[i]
-		t.out.Changed = r.Changed
-		switch {
-		case errors.Is(r.Err, netns.ErrNotFound): // a stopped sandbox the runtime still lists
-			delete(p.held, t.key)
-			continue
-		case r.Err != nil && (len(t.out.Selected) > 0 || p.isHeld(t.key)):
-			t.out.QoSErr = fmt.Errorf("pod %s interface %s: %w", t.out.Pod, PrimaryIfName, r.Err)
-			t.out.Err = errors.Join(t.out.Err, t.out.QoSErr)
-			delete(p.held, t.key) // unknown now: read the kernel next time
-		case r.Err != nil: // a pod nothing selects, synced once after the start
-			klog.FromContext(ctx).V(2).Info("Primary interface not checked", "pod", t.out.Pod, "err", r.Err)
-		case t.plan.NeedsRules():
-			p.held[t.key] = primaryState{hostIf: hostIfs[i], plan: t.plan}
-		default:
-			delete(p.held, t.key)
+	for i, r := range res {
+		if out, ok := p.record(ctx, todo[i], hostIfs[i], r); ok {
+			outs = append(outs, out)
 		}
-		outs = append(outs, t.out)
 	}
 	return outs
 }
 
-func (p *Primary) isHeld(key string) bool { _, ok := p.held[key]; return ok }
+// record keeps what the kernel did with one interface and returns its
+// outcome (none for a sandbox whose namespace is gone). Holding p.mu.
+func (p *Primary) record(ctx context.Context, t primaryPending, hostIf string, r Result) (Outcome, bool) {
+	t.out.Changed = r.Changed
+	_, held := p.held[t.key]
+	switch {
+	case errors.Is(r.Err, netns.ErrNotFound): // a stopped sandbox the runtime still lists
+		delete(p.held, t.key)
+		return Outcome{}, false
+	case r.Err != nil && (len(t.out.Selected) > 0 || held):
+		t.out.QoSErr = fmt.Errorf("pod %s interface %s: %w", t.out.Pod, PrimaryIfName, r.Err)
+		t.out.Err = errors.Join(t.out.Err, t.out.QoSErr)
+		delete(p.held, t.key) // unknown now: read the kernel next time
+	case r.Err != nil: // a pod nothing selects, synced once after the start
+		klog.FromContext(ctx).V(2).Info("Primary interface not checked", "pod", t.out.Pod, "err", r.Err)
+	case t.plan.NeedsRules():
+		p.held[t.key] = primaryState{hostIf: hostIf, plan: t.plan}
+	default:
+		delete(p.held, t.key)
+	}
+	return t.out, true
+}
 
-// removeGone removes the rules the sandboxes that are gone left on their
-// host ends (rules in a pod's namespace went with it).
-func (p *Primary) removeGone(ctx context.Context, live map[string]bool) {
+// goneState is a sandbox that left the record and what it held.
+type goneState struct {
+	key string
+	primaryState
+}
+
+// takeGone forgets the sandboxes no longer in the record (read now, so a
+// sandbox recorded during the sync is not taken for gone) and returns
+// them. Holding p.mu.
+func (p *Primary) takeGone() []goneState {
+	live := map[string]bool{}
+	for _, sb := range p.Sandboxes() {
+		live[primaryKey(sb)] = true
+	}
+	var gone []goneState
 	for key, st := range p.held {
-		if live[key] {
+		if !live[key] {
+			gone = append(gone, goneState{key, st})
+			delete(p.held, key)
+		}
+	}
+	return gone
+}
+
+// removeGone removes the rules the gone sandboxes left on their host ends
+// (rules in a pod's namespace went with it); one that fails is kept, to be
+// tried again at the next sync.
+func (p *Primary) removeGone(ctx context.Context, gone []goneState) {
+	for _, g := range gone {
+		if g.hostIf == "" {
 			continue
 		}
-		if st.hostIf != "" {
-			if err := p.RemovePort(st.hostIf); err != nil {
-				klog.FromContext(ctx).Error(err, "Removing the rules of a gone pod's primary interface failed; retried at the next sync", "hostInterface", st.hostIf)
-				continue
+		if err := p.RemovePort(g.hostIf); err != nil {
+			klog.FromContext(ctx).Error(err, "Removing the rules of a gone pod's primary interface failed; retried at the next sync", "hostInterface", g.hostIf)
+			p.mu.Lock()
+			if _, ok := p.held[g.key]; !ok {
+				p.held[g.key] = g.primaryState
 			}
+			p.mu.Unlock()
 		}
-		delete(p.held, key)
 	}
 }
 
@@ -250,11 +285,9 @@ func (a *Agent) GuardPrimary(ctx context.Context, sb sandboxes.Sandbox, pod *cor
 	if p == nil || sb.NetNS == "" {
 		return nil
 	}
-	if err := p.acquire(ctx); err != nil {
-		return err
-	}
-	defer p.release()
+	p.mu.Lock()
 	pend, ok := a.primaryPlan(sb, pod)
+	p.mu.Unlock()
 	if !ok || pend.plan == nil || !pend.plan.NeedsRules() {
 		return pend.out.Err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -210,5 +212,45 @@ func TestPrimaryWaitsForTheRuntimesList(t *testing.T) {
 	}
 	if gcs != 1 {
 		t.Errorf("host ends collected %d times, want once (with the first sync that checks every pod)", gcs)
+	}
+}
+
+// A new sandbox's guard does not wait for a sync's kernel work (a burst of
+// pod starts keeps the agent syncing): it applies its pod's rules while the
+// sync is still in the kernel, and the sync, once done, keeps them.
+func TestGuardPrimaryDoesNotWaitForASync(t *testing.T) {
+	f := newPrimaryFixture()
+	f.policies["t1"] = []*ncv1.NetworkQoS{primaryQoS(20)}
+	entered, release := make(chan struct{}), make(chan struct{})
+	kernel := f.kernel.sync
+	var once sync.Once
+	f.agent.kernel = func(items []Item) []Result {
+		if items[0].PodNS != "/ns/e" {
+			once.Do(func() { close(entered); <-release })
+		}
+		return kernel(items)
+	}
+	done := make(chan []Outcome)
+	go func() { done <- f.agent.Sync(context.Background()) }()
+	<-entered
+	e := sandboxes.Sandbox{Pod: types.NamespacedName{Namespace: "t1", Name: "e"}, UID: "e", ID: "sb-e", NetNS: "/ns/e"}
+	f.pods["e"] = map[string]string{"app": "web"}
+	f.sandboxes = append(f.sandboxes, e)
+	pod, _ := f.pods.Pod("t1", "e", "e")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := f.agent.GuardPrimary(ctx, e, pod)
+	close(release)
+	<-done
+	if err != nil {
+		t.Fatalf("the guard during a sync: %v", err)
+	}
+	if got := rulesOf(t, f.kernel, "/ns/e/eth0"); !slices.Equal(got, []uint8{20}) {
+		t.Fatalf("e's eth0 holds %v, want [20]", got)
+	}
+	calls := f.kernel.calls
+	f.agent.Sync(context.Background())
+	if f.kernel.calls != calls {
+		t.Errorf("the next sync made %d kernel calls: e's rules were lost or not recorded", f.kernel.calls-calls)
 	}
 }
