@@ -64,7 +64,7 @@ func TestNetworkQoSOnARoutedPrimary(t *testing.T) {
 	}
 	port := seedObjects(t, "seed003-networkqos-secondary-network.yaml", ns)[0]
 	port.Spec.NetworkSelectors = ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.DefaultNetwork}}
-	b := &primaryBed{t: t, e: e, n: n3, ns: ns, ip: map[string]string{"web": ip}, host: map[string]string{"web": host}}
+	b := &qosPrimaryBed{t: t, e: e, n: n3, ns: ns, ip: map[string]string{"web": ip}, host: map[string]string{"web": host}}
 	b.create(port)
 	n1 := e.Nodes[0]
 	underlay := &nstest.NS{Name: n1.Name, Path: n1.NetNSPath()}

@@ -146,9 +146,9 @@ func pingFrom(t *testing.T, e *harness.Env, ns, pod, dst string) func() {
 	}
 }
 
-// primaryBed is the test's pods on node 2: paid and free as the seed's
+// qosPrimaryBed is the test's pods on node 2: paid and free as the seed's
 // Story 1 labels them, plain unlabelled; their addresses and host ends.
-type primaryBed struct {
+type qosPrimaryBed struct {
 	t    *testing.T
 	e    *harness.Env
 	n    bed.Node
@@ -157,8 +157,8 @@ type primaryBed struct {
 	host map[string]string
 }
 
-func newPrimaryBed(t *testing.T, e *harness.Env, n bed.Node) *primaryBed {
-	b := &primaryBed{t: t, e: e, n: n, ns: testbed.Namespace(t, e.Kube), ip: map[string]string{}, host: map[string]string{}}
+func newQoSPrimaryBed(t *testing.T, e *harness.Env, n bed.Node) *qosPrimaryBed {
+	b := &qosPrimaryBed{t: t, e: e, n: n, ns: testbed.Namespace(t, e.Kube), ip: map[string]string{}, host: map[string]string{}}
 	pods := map[string]map[string]string{"paid": {"user-type": "paid"}, "free": {"user-type": "free"}, "plain": nil}
 	var list []*corev1.Pod
 	for name, labels := range pods {
@@ -174,20 +174,20 @@ func newPrimaryBed(t *testing.T, e *harness.Env, n bed.Node) *primaryBed {
 
 // ping checks that pings from the pod to dst reach the node's pod bridge
 // with dscp.
-func (b *primaryBed) ping(pod, dst string, dscp uint8, what string) {
+func (b *qosPrimaryBed) ping(pod, dst string, dscp uint8, what string) {
 	b.t.Helper()
 	primarySeen(b.t, b.n, b.ip[pod], dst, isICMP, dscp, pingFrom(b.t, b.e, b.ns, pod, dst), what)
 }
 
 // syn checks that the pod's TCP SYNs to dst:port reach the node's pod
 // bridge with dscp.
-func (b *primaryBed) syn(pod, dst string, port uint16, dscp uint8, what string) {
+func (b *qosPrimaryBed) syn(pod, dst string, port uint16, dscp uint8, what string) {
 	b.t.Helper()
 	primarySeen(b.t, b.n, b.ip[pod], dst, tcpTo(port), dscp, func() { synTo(b.t, b.e, b.ns, pod, dst, port) }, what)
 }
 
 // create creates the objects.
-func (b *primaryBed) create(objs ...*ncv1.NetworkQoS) {
+func (b *qosPrimaryBed) create(objs ...*ncv1.NetworkQoS) {
 	b.t.Helper()
 	for _, q := range objs {
 		if _, err := b.e.NC.NetclassV1alpha1().NetworkQoSes(b.ns).Create(testbed.Context(b.t, time.Minute), q, metav1.CreateOptions{}); err != nil {
@@ -196,7 +196,7 @@ func (b *primaryBed) create(objs ...*ncv1.NetworkQoS) {
 	}
 }
 
-func (b *primaryBed) delete(name string) {
+func (b *qosPrimaryBed) delete(name string) {
 	b.t.Helper()
 	if err := b.e.NC.NetclassV1alpha1().NetworkQoSes(b.ns).Delete(testbed.Context(b.t, time.Minute), name, metav1.DeleteOptions{}); err != nil {
 		b.t.Fatalf("delete NetworkQoS %s: %v", name, err)
@@ -205,7 +205,7 @@ func (b *primaryBed) delete(name string) {
 
 // waitPorts waits until the node's port rules hold a chain for each host
 // end of has and none for those of hasNot.
-func (b *primaryBed) waitPorts(has, hasNot []string) {
+func (b *qosPrimaryBed) waitPorts(has, hasNot []string) {
 	b.t.Helper()
 	testbed.Poll(b.t, testbed.Context(b.t, liveTimeout), 250*time.Millisecond, fmt.Sprintf("port rules of %v and none of %v", has, hasNot),
 		func(context.Context) (bool, string, error) {
@@ -238,7 +238,7 @@ func (b *primaryBed) waitPorts(has, hasNot []string) {
 func TestSeedNetworkQoSOnThePrimaryNetwork(t *testing.T) {
 	e := harness.Shared(t)
 	_, n2 := twoNodes(t, e)
-	b := newPrimaryBed(t, e, n2)
+	b := newQoSPrimaryBed(t, e, n2)
 	before := cniState(t, n2, b.host["free"])
 	b.create(seedObjects(t, "seed003-networkqos-story1.yaml", b.ns)...)
 	b.ping("paid", internet, 20, "Story 1: paid to the internet")
