@@ -144,6 +144,9 @@ type Agent struct {
 	Resync time.Duration
 	// NetPol, when set, adds NetworkPolicy enforcement.
 	NetPol *NetPolicies
+	// Primary, when set, adds NetworkQoS on the pods' primary interface
+	// (the default network).
+	Primary *Primary
 	// Debounce is the least time between the starts of two triggered
 	// syncs (0: 250 ms): a trigger after a quiet spell syncs at once, the
 	// triggers of a burst gather into the next sync (kube-proxy's

@@ -43,6 +43,7 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	}
 	a.forgetUnseen(seen)
 	outs = append(outs, a.apply(ctx, todo)...)
+	outs = append(outs, a.syncPrimary(ctx)...)
 	slices.SortFunc(outs, func(x, y Outcome) int {
 		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
 	})
