@@ -169,7 +169,7 @@ func (c *Controller) accepted(q *netclassv1alpha1.NetworkQoS) metav1.Condition {
 		return condition.New(ConditionAccepted, metav1.ConditionFalse, netclassv1alpha1.ReasonInvalidConfig, err.Error())
 	}
 	pns, nets := c.selected(q)
-	return condition.New(ConditionAccepted, metav1.ConditionTrue, ReasonAccepted, describe(pns, nets, len(q.Spec.NetworkSelectors) == 0))
+	return condition.New(ConditionAccepted, metav1.ConditionTrue, ReasonAccepted, describe(q, pns, nets))
 }
 
 // setReady sets Ready: False/InvalidConfig when the object is invalid; otherwise the sum of
@@ -223,12 +223,9 @@ func truncate(msg string) string {
 
 // selected counts the netclass networks q selects: PodNetworks of provider netclass.dev
 // and Networks of q's namespace, by the selector of each type (unset networkSelectors
-// selects all of both).
+// selects none: the default network only).
 func (c *Controller) selected(q *netclassv1alpha1.NetworkQoS) (podNetworks, networks int) {
-	pnSel, netSel := labels.Everything(), labels.Everything()
-	if len(q.Spec.NetworkSelectors) > 0 {
-		pnSel, netSel = labels.Nothing(), labels.Nothing()
-	}
+	pnSel, netSel := labels.Nothing(), labels.Nothing()
 	for _, s := range q.Spec.NetworkSelectors {
 		switch {
 		case s.NetworkSelectionType == netclassv1alpha1.PodNetworks && s.PodNetworkSelector != nil:

@@ -88,6 +88,8 @@ func TestReconcile(t *testing.T) {
 	applied := qos("applied", netclassv1alpha1.Rule{DSCP: 20})
 	applied.Status.Nodes = []netclassv1alpha1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 3, Reason: "Applied"}, {Node: "n2", Attachments: 1, Reason: "Applied"}}
 	failed := qos("failed", netclassv1alpha1.Rule{DSCP: 20})
+	failed.Spec.NetworkSelectors = netclassv1alpha1.NetworkSelectors{{NetworkSelectionType: netclassv1alpha1.DefaultNetwork},
+		{NetworkSelectionType: netclassv1alpha1.Networks, NetworkSelector: &metav1.LabelSelector{}}}
 	failed.Status.Nodes = []netclassv1alpha1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 3, Reason: "Applied"},
 		{Node: "n2", Reason: "ApplyFailed", Message: "pod games/web interface net1: netns vanished"}}
 	invalid := qos("invalid", netclassv1alpha1.Rule{DSCP: 1, Classifier: &netclassv1alpha1.Classifier{To: []netclassv1alpha1.Destination{to("10.0.0.0/8", "11.0.0.0/16")}}})
@@ -108,8 +110,8 @@ func TestReconcile(t *testing.T) {
 		name, accepted, ready, msgHas, status string
 	}{
 		{"valid", "Accepted", "Pending", "1 PodNetwork(s) and 0 Network(s)", "Pending"},
-		{"applied", "Accepted", "Applied", "1 Network(s)", "Applied"},
-		{"failed", "Accepted", "ApplyFailed", "1 Network(s)", "ApplyFailed"},
+		{"applied", "Accepted", "Applied", "selects the default network (the pods' primary interface): no networkSelectors", "Applied"},
+		{"failed", "Accepted", "ApplyFailed", "the default network (the pods' primary interface), 0 PodNetwork(s) and 1 Network(s)", "ApplyFailed"},
 		{"invalid", "InvalidConfig", "InvalidConfig", "except[0]", "InvalidConfig"},
 	} {
 		if _, err := c.Reconcile(env.Ctx, "games/"+tc.name); err != nil {

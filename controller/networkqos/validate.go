@@ -96,10 +96,15 @@ func rule(priority int32, index int, r netclassv1alpha1.Rule) qos.Rule {
 }
 
 // describe is the human summary of what a valid NetworkQoS selects.
-func describe(podNetworks, networks int, all bool) string {
-	scope := "its networkSelectors"
-	if all {
-		scope = "no networkSelectors: every netclass network"
+func describe(q *netclassv1alpha1.NetworkQoS, podNetworks, networks int) string {
+	if len(q.Spec.NetworkSelectors) == 0 {
+		return "valid; selects the default network (the pods' primary interface): no networkSelectors"
 	}
-	return fmt.Sprintf("valid; selects %d PodNetwork(s) and %d Network(s) of its namespace (%s)", podNetworks, networks, scope)
+	primary := ""
+	for _, s := range q.Spec.NetworkSelectors {
+		if s.NetworkSelectionType == netclassv1alpha1.DefaultNetwork {
+			primary = "the default network (the pods' primary interface), "
+		}
+	}
+	return fmt.Sprintf("valid; selects %s%d PodNetwork(s) and %d Network(s) of its namespace (its networkSelectors)", primary, podNetworks, networks)
 }

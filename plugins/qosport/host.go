@@ -72,6 +72,18 @@ func removePortRules(hostIf string) error {
 	return nft.DeletePortQoS(c, hostIf)
 }
 
+// RemovePortRules deletes a host end's DSCP and metered rules, knowing
+// only its name, wherever SyncInterfaces put them on the host (the shared
+// table of bridged ports, the host end's own ingress table): what the rule
+// agent runs when a pod whose primary interface it marked is gone.
+func RemovePortRules(hostIf string) error {
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return errors.Join(nft.DeletePortQoS(c, hostIf), nft.DeleteHostIngressQoS(c, hostIf))
+}
+
 func removeHostIFB(hostIf string) error { return link.DeleteIFB(HostIFBName(hostIf)) }
 
 // removeHostShaping deletes the host end's qdiscs (its ingress shaping and

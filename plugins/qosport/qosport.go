@@ -34,6 +34,16 @@
 //   - DSCP and metered rules: a `netdev` table in the pod's namespace
 //     hooked at the interface's egress (Linux 5.16+), before its qdisc.
 //
+// The pods' primary interface (eth0, made by the cluster's primary CNI,
+// which netclass never owns) gets only rules, through SyncInterfaces: on
+// a bridged veth in the shared bridge table as above; on a routed veth
+// (Interface.HostIngress: upstream ptp, Calico) in a `netdev` table of the
+// host end's own hooked at its ingress (nft.HostIngressTable), out of the
+// pod's reach — unless the CNI hooks that ingress in tc (an ingress or
+// clsact qdisc, which runs first and may redirect packets past netfilter),
+// when they stay in the pod at the interface's egress. netclass adds its
+// own tables only: the CNI's qdiscs, filters and tables are never touched.
+//
 // Without the hook the plan needs, Apply fails with an *nft.FeatureError
 // naming it: never a meter at the IP output path, whose drops reach the
 // sender as EPERM.

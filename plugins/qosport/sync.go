@@ -57,6 +57,11 @@ func HostEnd(podNS, ifname string) (string, error) {
 type Interface struct {
 	PodNS, IfName string
 	Plan          *qos.Plan
+	// HostIngress puts the rules of a veth whose host end is in no bridge
+	// (a routed primary CNI's) at its host end's ingress, out of the pod's
+	// reach, instead of in the pod (syncHostIngress); netclass's own
+	// attachments keep them in the pod.
+	HostIngress bool
 }
 
 // Result is what a sync did to one interface.
@@ -84,6 +89,8 @@ func SyncInterfaces(ifs []Interface) []Result {
 			out[i].Err = fmt.Errorf("interface %q of %s: %w", f.IfName, f.PodNS, err)
 		case port:
 			ports[a.HostIf], at[a.HostIf] = f.Plan, i
+		case f.HostIngress && a.HostIf != "":
+			out[i].Changed, out[i].Err = syncHostIngress(a, f.Plan)
 		default:
 			out[i].Changed, out[i].Err = syncPod(a, f.Plan)
 		}

@@ -252,6 +252,8 @@ main() {
     had_state=false
     log "not up (no $STATE_DIR); checking for leftovers"
   fi
+  # before the pods go: SIGINT, so that it deletes its table (knp.sh)
+  "$here/knp.sh" stop || warn "kube-network-policies did not stop cleanly"
   drain
   stop_nodes
   stop kubelet

@@ -14,6 +14,8 @@ TESTBED_SCRIPTS := $(CURDIR)/scripts/testbed
 TESTBED_STATE ?= $(or $(NETCLASS_TESTBED_STATE),/run/netclass-testbed)
 TESTBED_KUBECONFIG ?= $(TESTBED_STATE)/admin.kubeconfig
 TESTBED_NODES ?= 2
+# The primary NetworkPolicy engine on the pods' eth0: none (default) or kube-network-policies.
+TESTBED_PRIMARY_POLICY ?= $(or $(NETCLASS_TESTBED_PRIMARY_POLICY),none)
 
 .PHONY: testbed-build testbed-up testbed-down testbed-test testbed-deploy testbed-undeploy \
 	testbed-node-add testbed-node-remove
@@ -21,7 +23,7 @@ testbed-build:
 	bash $(TESTBED_SCRIPTS)/build.sh
 
 testbed-up: testbed-build
-	TESTBED_NODES=$(TESTBED_NODES) bash $(TESTBED_SCRIPTS)/up.sh
+	TESTBED_NODES=$(TESTBED_NODES) NETCLASS_TESTBED_PRIMARY_POLICY=$(TESTBED_PRIMARY_POLICY) bash $(TESTBED_SCRIPTS)/up.sh
 
 testbed-down:
 	bash $(TESTBED_SCRIPTS)/down.sh

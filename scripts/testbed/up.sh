@@ -266,11 +266,22 @@ converge_nodes() {
   with_nodes_lock write_env
 }
 
+# primary_policy: the bed's primary NetworkPolicy engine, off unless
+# NETCLASS_TESTBED_PRIMARY_POLICY=kube-network-policies (knp.sh; README.md, "A primary policy engine").
+primary_policy() {
+  case ${NETCLASS_TESTBED_PRIMARY_POLICY:-none} in
+  none | "") ;;
+  kube-network-policies) "$here/knp.sh" start ;;
+  *) die "NETCLASS_TESTBED_PRIMARY_POLICY=$NETCLASS_TESTBED_PRIMARY_POLICY: none or kube-network-policies" ;;
+  esac
+}
+
 main() {
   wanted_nodes >/dev/null
   local start_time=$SECONDS c
   if control_plane_up; then
     converge_nodes
+    primary_policy
     log "up: nodes $(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES) (KUBECONFIG=$KUBECONFIG_PATH)"
     return 0
   fi
@@ -302,6 +313,7 @@ main() {
   for c in "${COMPONENTS[@]}"; do alive "$c"; done
   touch "$STATE_DIR/up"
   converge_nodes
+  primary_policy
   for c in "${COMPONENTS[@]}"; do alive "$c"; done
   log "up in $((SECONDS - start_time)) s: nodes $(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES) Ready; API server $APISERVER_URL; KUBECONFIG=$KUBECONFIG_PATH"
 }

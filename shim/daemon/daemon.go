@@ -305,6 +305,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		OnError: d.publisher.HandleError,
 	}
 	d.qos = d.newQoSAgent(ctx, recorder)
+	d.primaryNetwork()
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 

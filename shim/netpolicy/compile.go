@@ -208,7 +208,7 @@ func addAllow(d *netpol.Direction, p *networkingv1.NetworkPolicy, path string, p
 		return nil // only named ports the pod does not have
 	}
 	if len(peers) > 0 {
-		if allow.V4, allow.V6, err = peerRanges(p, peers, t, res); err != nil {
+		if allow.V4, allow.V6, err = rangesOf(p, peers, t, res); err != nil {
 			return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: path, Err: err}
 		}
 		if v4, v6 := allow.Families(); !v4 && !v6 {

@@ -1,6 +1,7 @@
 package netpolicy
 
 import (
+	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -207,19 +208,38 @@ func TestCompile(t *testing.T) {
 			err: "NetworkPolicy t1/bad ingress[0]: peer 0: ipBlock",
 		},
 	}
+	memo := Memo(res) // shared by the cases, as by the attachments of one sync
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			plan, selected, err := Compile(tc.pols, target, res)
-			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
-				t.Fatalf("error %v, want %q", err, tc.err)
+		// Directly, then through the memo (resolving), then from it.
+		for i, via := range []Peers{res, memo, memo} {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, i), func(t *testing.T) {
+				plan, selected, err := Compile(tc.pols, target, via)
+				if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				if !reflect.DeepEqual(plan, tc.want) {
+					t.Errorf("plan\n%+v\nwant\n%+v", plan, tc.want)
+				}
+				if !reflect.DeepEqual(selected, tc.selected) {
+					t.Errorf("selected %v, want %v", selected, tc.selected)
+				}
+				scribble(plan) // a plan is its holder's: the memo must not share its ranges
+			})
+		}
+	}
+}
+
+// scribble overwrites every range of the plan.
+func scribble(plan netpol.Plan) {
+	for _, d := range []netpol.Direction{plan.Ingress, plan.Egress} {
+		for _, a := range d.Allow {
+			for i := range a.V4 {
+				a.V4[i] = qos.Range{}
 			}
-			if !reflect.DeepEqual(plan, tc.want) {
-				t.Errorf("plan\n%+v\nwant\n%+v", plan, tc.want)
+			for i := range a.V6 {
+				a.V6[i] = qos.Range{}
 			}
-			if !reflect.DeepEqual(selected, tc.selected) {
-				t.Errorf("selected %v, want %v", selected, tc.selected)
-			}
-		})
+		}
 	}
 }
 

@@ -125,13 +125,17 @@ func uniquePeers(in []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPoli
 
 // Memo remembers what a Peers resolved, for the time of one sync of the
 // node's attachments: each selector of each namespace is resolved once,
-// however many rules, policies and attachments name it.
-func Memo(p Peers) Peers { return &memo{inner: p, seen: map[string]memoEntry{}} }
+// however many rules, policies and attachments name it, and each rule's
+// peers are turned into address ranges once (ranges.go).
+func Memo(p Peers) Peers {
+	return &memo{inner: p, seen: map[string]memoEntry{}, ranges: map[string]memoRanges{}}
+}
 
 type memo struct {
-	inner Peers
-	mu    sync.Mutex
-	seen  map[string]memoEntry
+	inner  Peers
+	mu     sync.Mutex
+	seen   map[string]memoEntry
+	ranges map[string]memoRanges
 }
 
 type memoEntry struct {

@@ -28,6 +28,20 @@ var (
 	NetworkGVK    = ncv1.SchemeGroupVersion.WithKind("Network")
 )
 
+// DefaultKind is the kind a NetworkRef names the cluster's default network
+// by: the pods' primary interface (eth0), which the primary CNI sets up and
+// NetworkQoS selects with networkSelectionType DefaultNetwork (or no
+// networkSelectors at all).
+const DefaultKind = "DefaultNetwork"
+
+// Default is the cluster's default network as a NetworkQoS target.
+func Default() Network {
+	return Network{Ref: attachment.NetworkRef{Kind: DefaultKind, Name: "default"}}
+}
+
+// IsDefault reports whether n is the cluster's default network.
+func (n Network) IsDefault() bool { return n.Ref.Kind == DefaultKind && n.Ref.Group == "" }
+
 // Network is one network object that netclass can attach pods to.
 type Network struct {
 	Ref    attachment.NetworkRef

@@ -23,17 +23,20 @@ const (
 
 // RunPodSandbox attaches the pod to its networks (runPodSandbox).
 func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	p.sandboxStarted(ctx, pod)
 	return p.hook("RunPodSandbox", pod, func() error { return p.runPodSandbox(ctx, pod) }, false)
 }
 
 // StopPodSandbox detaches the sandbox's attachments. A failed DEL is retried
 // in the background and not returned: the runtime would only log it.
 func (p *Plugin) StopPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	p.sandboxStopped(pod)
 	return p.hook("StopPodSandbox", pod, func() error { return p.detachSandbox(ctx, pod) }, true)
 }
 
 // RemovePodSandbox detaches whatever Stop left (usually nothing).
 func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	p.sandboxStopped(pod)
 	return p.hook("RemovePodSandbox", pod, func() error { return p.detachSandbox(ctx, pod) }, true)
 }
 
@@ -41,6 +44,7 @@ func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) erro
 // returns at once (synchronize).
 func (p *Plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, containers []*api.Container) ([]*api.ContainerUpdate, error) {
 	start := time.Now()
+	p.sandboxesSynchronized(pods)
 	updates, err := p.synchronize(ctx, pods, containers)
 	p.observe("Synchronize", outcome(err), start)
 	return updates, err

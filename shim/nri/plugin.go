@@ -84,6 +84,9 @@ type Plugin struct {
 	// selects is never open on the network. An error fails the attachment
 	// (the sandbox fails closed and the kubelet retries).
 	Secure func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, pod checkpoint.Pod, att checkpoint.Attachment) error
+	// Sandboxes, when set, is told of every sandbox of the node, with or
+	// without netclass attachments (SandboxWatcher).
+	Sandboxes SandboxWatcher
 
 	// locks orders sandbox handling, Unprepare and reconciliation per
 	// claim (unrelated pods run in parallel); they are taken with the

@@ -40,8 +40,9 @@ func NewListers(f informers.SharedInformerFactory) (Listers, error) {
 	}, nil
 }
 
-// metadataOnly keeps what resolution reads of a pod: its metadata and its
-// containers' ports.
+// metadataOnly keeps what resolution reads of a pod: its metadata, its
+// containers' ports and its primary addresses (status.podIPs and
+// hostNetwork: the default network's peers).
 func metadataOnly(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -50,6 +51,7 @@ func metadataOnly(obj any) (any, error) {
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion,
 	}}
+	out.Status.PodIPs, out.Spec.HostNetwork = p.Status.PodIPs, p.Spec.HostNetwork
 	for _, c := range p.Spec.Containers { // named ports of NetworkPolicy egress rules
 		if len(c.Ports) > 0 {
 			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})

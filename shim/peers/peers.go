@@ -115,6 +115,9 @@ func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Sele
 	if len(pods) == 0 {
 		return nil, nil
 	}
+	if ref.Kind == network.DefaultKind {
+		return primaryEndpoints(pods), nil
+	}
 	selected := make(map[types.UID]*corev1.Pod, len(pods))
 	for i := range pods {
 		selected[pods[i].UID] = &pods[i]
@@ -165,6 +168,30 @@ func endpointsOn(c resourceapi.ResourceClaim, ref attachment.NetworkRef, sel []*
 					out = append(out, Endpoint{Addrs: addrs, Ports: podPorts(p)})
 				}
 			}
+		}
+	}
+	return out
+}
+
+// primaryEndpoints are the pods' addresses on the default network: their
+// primary IPs (status.podIPs), whatever primary CNI gave them; a pod
+// without one yet (or on the host's network: its IPs are the node's, and
+// it is no pod of the default network) has none.
+func primaryEndpoints(pods []corev1.Pod) []Endpoint {
+	var out []Endpoint
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.HostNetwork {
+			continue
+		}
+		var addrs []netip.Addr
+		for _, ip := range p.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				addrs = append(addrs, a)
+			}
+		}
+		if len(addrs) > 0 {
+			out = append(out, Endpoint{Addrs: addrs, Ports: podPorts(p)})
 		}
 	}
 	return out

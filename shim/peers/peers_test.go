@@ -164,3 +164,31 @@ func TestSharedClaimResolvesEachPodsOwnAddress(t *testing.T) {
 		})
 	}
 }
+
+// On the default network a destination's pods are their primary addresses
+// (status.podIPs, both families), kept by the cache's transform; a pod on
+// the host's network is none of the default network's, and no claim is
+// read.
+func TestDefaultNetworkResolvesPodIPs(t *testing.T) {
+	db1, db2, web := pod("games", "db1", "db"), pod("games", "db2", "db"), pod("games", "web", "web")
+	db1.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.5"}, {IP: "fd00::5"}}
+	db2.Spec.HostNetwork, db2.Status.PodIPs = true, []corev1.PodIP{{IP: "10.250.0.1"}}
+	web.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.6"}}
+	var cached []corev1.Pod
+	for _, p := range []corev1.Pod{db1, db2, web} {
+		out, err := metadataOnly(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, *out.(*corev1.Pod))
+	}
+	r := Resolver{API: fakeAPI{pods: cached, claims: []resourceapi.ResourceClaim{claim(db1, "netclass", "", "blue", "10.1.0.11/24")}},
+		Context: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }}
+	got, err := r.Addresses("games", ncv1.Destination{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}, network.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[10.252.1.5 fd00::5]" {
+		t.Errorf("the default network's db pods are %v, want [10.252.1.5 fd00::5]", got)
+	}
+}

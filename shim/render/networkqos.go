@@ -62,6 +62,8 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rul
 }
 
 // Selects reports whether a NetworkQoS applies to the pod on the network.
+// Without networkSelectors it selects the default network only (the pod's
+// primary interface, network.Default), as OKEP-4380 says.
 func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 	if obj.Namespace != t.Namespace {
 		return false, nil
@@ -74,11 +76,13 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 		return false, nil
 	}
 	if len(obj.Spec.NetworkSelectors) == 0 {
-		return true, nil
+		return t.Network.IsDefault(), nil
 	}
 	for _, ns := range obj.Spec.NetworkSelectors {
 		var sel *metav1.LabelSelector
 		switch {
+		case ns.NetworkSelectionType == ncv1.DefaultNetwork && t.Network.IsDefault():
+			return true, nil
 		case ns.NetworkSelectionType == ncv1.PodNetworks && t.Network.Ref.Kind == network.PodNetworkGVK.Kind:
 			sel = ns.PodNetworkSelector
 		case ns.NetworkSelectionType == ncv1.Networks && t.Network.Ref.Kind == network.NetworkGVK.Kind:

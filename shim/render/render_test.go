@@ -184,12 +184,65 @@ func nqos(name string, priority int32, mutate func(*ncv1.NetworkQoS)) *ncv1.Netw
 	return o
 }
 
+// everyNetclassNetwork selects every netclass network (what an omitted
+// networkSelectors meant before it meant the default network).
+func everyNetclassNetwork(o *ncv1.NetworkQoS) {
+	o.Spec.NetworkSelectors = ncv1.NetworkSelectors{
+		{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+		{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}}
+}
+
+// The default network (the pod's primary interface) is selected by an
+// omitted networkSelectors and by DefaultNetwork, alone or with the
+// netclass types; never by PodNetworks or Networks alone; and the
+// default-network objects never select a netclass attachment.
+func TestSelectsDefaultNetwork(t *testing.T) {
+	sel := func(types ...ncv1.NetworkSelectionType) func(*ncv1.NetworkQoS) {
+		return func(o *ncv1.NetworkQoS) {
+			for _, ty := range types {
+				s := ncv1.NetworkSelector{NetworkSelectionType: ty}
+				switch ty {
+				case ncv1.PodNetworks:
+					s.PodNetworkSelector = &metav1.LabelSelector{}
+				case ncv1.Networks:
+					s.NetworkSelector = &metav1.LabelSelector{}
+				}
+				o.Spec.NetworkSelectors = append(o.Spec.NetworkSelectors, s)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name              string
+		mutate            func(*ncv1.NetworkQoS)
+		primary, netclass bool
+	}{
+		{"omitted", nil, true, false},
+		{"DefaultNetwork", sel(ncv1.DefaultNetwork), true, false},
+		{"PodNetworks", sel(ncv1.PodNetworks), false, true},
+		{"Networks", sel(ncv1.Networks), false, false},
+		{"all three", sel(ncv1.DefaultNetwork, ncv1.PodNetworks, ncv1.Networks), true, true},
+	} {
+		obj := nqos("q", 1, c.mutate)
+		for _, tc := range []struct {
+			net  network.Network
+			want bool
+		}{{network.Default(), c.primary}, {bridgeNet(""), c.netclass}} {
+			got, err := Selects(obj, Target{Namespace: "games", Network: tc.net})
+			if err != nil || got != tc.want {
+				t.Errorf("%s on %s: selects %v, %v; want %v", c.name, tc.net.Ref, got, err, tc.want)
+			}
+		}
+	}
+}
+
 func TestRules(t *testing.T) {
 	rate, burst, port := int64(10000), int64(1000), int32(443)
 	target := Target{Namespace: "games", PodLabels: map[string]string{"user-type": "paid"}, Network: bridgeNet("")}
 	objs := []*ncv1.NetworkQoS{
-		nqos("b-all", 1, nil),
+		nqos("b-all", 1, everyNetclassNetwork),
+		nqos("default-network-only", 9, nil),
 		nqos("a-paid-only", 3, func(o *ncv1.NetworkQoS) {
+			everyNetclassNetwork(o)
 			o.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"user-type": "paid"}}
 			o.Spec.Egress = []ncv1.Rule{{DSCP: 46,
 				Classifier: &ncv1.Classifier{

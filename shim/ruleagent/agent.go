@@ -152,8 +152,13 @@ type Agent struct {
 	Resync time.Duration
 	// NetPol, when set, adds NetworkPolicy enforcement.
 	NetPol *NetPolicies
-	// Debounce gathers the triggers of one burst of changes into one sync
-	// (0: 250 ms).
+	// Primary, when set, adds NetworkQoS on the pods' primary interface
+	// (the default network).
+	Primary *Primary
+	// Debounce is the least time between the starts of two triggered
+	// syncs (0: 250 ms): a trigger after a quiet spell syncs at once, the
+	// triggers of a burst gather into the next sync (kube-proxy's
+	// BoundedFrequencyRunner has the same shape).
 	Debounce time.Duration
 	// Quiet, when set, is waited for before each triggered sync: the node
 	// daemon yields to sandboxes being attached (bounded).
@@ -200,6 +205,7 @@ func (a *Agent) Run(ctx context.Context) {
 	backoff := time.Second
 	for {
 		var retry <-chan time.Time
+		started := time.Now()
 		if failed(a.Sync(ctx)) {
 			retry = time.After(backoff)
 			backoff = min(2*backoff, resync)
@@ -210,26 +216,25 @@ func (a *Agent) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-a.trigger:
-			a.settle(ctx)
+			a.settle(ctx, started)
 		case <-retry:
 		case <-time.After(resync):
 		}
 	}
 }
 
-// settle waits for the burst a trigger belongs to: Debounce (triggers in
-// between coalesce), then Quiet.
-func (a *Agent) settle(ctx context.Context) {
-	debounce := a.Debounce
-	if debounce <= 0 {
-		debounce = 250 * time.Millisecond
-	}
-	t := time.NewTimer(debounce)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
+// settle waits until Debounce has passed since the last sync started
+// (at once when it has: an edit after a quiet spell costs no wait), then
+// for Quiet; the triggers arriving meanwhile are part of the coming sync.
+func (a *Agent) settle(ctx context.Context, lastStart time.Time) {
+	if wait := syncDelay(lastStart, time.Now(), a.Debounce); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 	select { // what arrived meanwhile is part of this sync
 	case <-a.trigger:
@@ -238,6 +243,15 @@ func (a *Agent) settle(ctx context.Context) {
 	if a.Quiet != nil {
 		a.Quiet(ctx)
 	}
+}
+
+// syncDelay is how long a trigger at now waits when the last sync started
+// at lastStart: until debounce (0: 250 ms) has passed since then.
+func syncDelay(lastStart, now time.Time, debounce time.Duration) time.Duration {
+	if debounce <= 0 {
+		debounce = 250 * time.Millisecond
+	}
+	return max(lastStart.Add(debounce).Sub(now), 0)
 }
 
 func failed(outs []Outcome) bool {

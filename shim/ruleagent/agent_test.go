@@ -78,6 +78,8 @@ type fakeKernel struct {
 	calls int                  // interfaces synced
 	plans map[string]*qos.Plan // netns/ifname -> plan
 	fail  error
+	// failNS fails the interfaces of a namespace.
+	failNS map[string]error
 }
 
 func (k *fakeKernel) sync(items []Item) []Result {
@@ -88,10 +90,17 @@ func (k *fakeKernel) sync(items []Item) []Result {
 			out[i].Err = k.fail
 			continue
 		}
+		if err := k.failNS[it.PodNS]; err != nil {
+			out[i].Err = err
+			continue
+		}
 		if k.plans == nil {
 			k.plans = map[string]*qos.Plan{}
 		}
 		k.plans[it.PodNS+"/"+it.IfName] = it.Plan
+		if it.HostIngress != (it.IfName == PrimaryIfName) {
+			out[i].Err = errors.New("HostIngress is for the primary interface only")
+		}
 		out[i].Changed = true
 	}
 	return out
@@ -140,6 +149,8 @@ func webQoS(dscp int32, to ...ncv1.Destination) *ncv1.NetworkQoS {
 	}
 	return &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "web"},
 		Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			NetworkSelectors: ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+				{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}},
 			Egress: []ncv1.Rule{rule}}}
 }
 

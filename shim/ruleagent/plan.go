@@ -43,6 +43,7 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	}
 	a.forgetUnseen(seen)
 	outs = append(outs, a.apply(ctx, todo)...)
+	outs = append(outs, a.syncPrimary(ctx)...)
 	slices.SortFunc(outs, func(x, y Outcome) int {
 		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
 	})
@@ -189,7 +190,7 @@ func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.appliedPol[key]
-	return ok && reflect.DeepEqual(last, plan)
+	return ok && last.Equal(plan)
 }
 
 // plan computes the attachment's plan, recording in out what selects it

@@ -125,9 +125,9 @@ func shiftPorts(p *networkingv1.NetworkPolicy) {
 // attachment, on the host side of the pods' bridged ports), each
 // iteration edits both tenants' policies at once (the hostile one every
 // port of its policy) and syncs: the other tenant's effect time is from
-// the sync's start until its last pod's change was committed (the agent's
-// 250 ms debounce, which every edit pays, comes on top and is not in the
-// figures). It reports that time's p50/p99, the whole sync's, the CPU per
+// the sync's start until its last pod's change was committed (a wait for
+// the 250 ms between the agent's syncs, if any, comes on top and is not in
+// the figures). It reports that time's p50/p99, the whole sync's, the CPU per
 // edit and the process's peak RSS (the agent's, the kernel side real).
 func BenchmarkNetworkPolicyHostileTenant(b *testing.B) {
 	host := nstest.New(b)

@@ -117,10 +117,11 @@ func (s *polSources) list(ns string) ([]*networkingv1.NetworkPolicy, error) {
 // have no QoS, so only policy work is done. Each iteration edits one
 // policy (the port of its first rule, the policies taken in turn); the
 // agent runs as in netclass-dra (Run: triggered as by an informer event,
-// the 250 ms debounce, then the sync that brings the pods the policy
+// its syncs at least 250 ms apart, so each edit, made as the previous
+// sync ends, waits the rest of them), then the sync that brings the pods the policy
 // selects to it; the other pods' plans are unchanged and must cost no
 // kernel access). It reports the p50/p99 time from the edit until every
-// pod holds it (the debounce included, the API server's and the
+// pod holds it (that wait included, the API server's and the
 // informer's delivery not) and fails when the p99 misses effectTarget;
 // also the syncs' own p50/p99 and CPU time, the attachments changed per
 // edit, the rules and set elements of a pod's policy table, and the heap

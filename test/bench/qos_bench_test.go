@@ -31,6 +31,9 @@ type benchSources struct {
 	claims []*checkpoint.Claim
 	dscp   int32
 	peers  []netip.Addr
+	// primary: the object selects the default network (no
+	// networkSelectors) instead of every netclass network.
+	primary bool
 }
 
 func (s *benchSources) Claims() []*checkpoint.Claim { return s.claims }
@@ -47,11 +50,16 @@ func (s *benchSources) Lookup(string) (network.Offer, bool) {
 	return network.Offer{Network: network.Network{Ref: benchNet}}, true
 }
 func (s *benchSources) NetworkQoS(ns string) ([]*ncv1.NetworkQoS, error) {
-	return []*ncv1.NetworkQoS{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edited"},
-		Spec: ncv1.NetworkQoSSpec{Egress: []ncv1.Rule{
+	q := []*ncv1.NetworkQoS{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edited"},
+		Spec: ncv1.NetworkQoSSpec{NetworkSelectors: ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+			{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}}, Egress: []ncv1.Rule{
 			{DSCP: s.dscp, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: &metav1.LabelSelector{}}}}},
 			{DSCP: 10, Bandwidth: &ncv1.Bandwidth{Rate: ptr(int64(10_000))}},
-		}}}}, nil
+		}}}}
+	if s.primary {
+		q[0].Spec.NetworkSelectors = nil
+	}
+	return q, nil
 }
 func (s *benchSources) Pod(ns, name string, uid types.UID) (*corev1.Pod, bool) {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Labels: map[string]string{"app": "bench"}}}, true
@@ -90,9 +98,9 @@ func benchAddr(i int) netip.Addr {
 // the sync that brings all 100 attachments' rules to it in place, the
 // rule's 100 peer addresses untouched; the ports' changes go in one
 // nftables transaction. The agent runs as in netclass-dra (Run): the edit
-// triggers it as an informer event does, and it waits out its 250 ms
-// debounce before it syncs. It reports the p50/p99 time from the edit
-// until all attachments hold it (the debounce included, the API server's
+// triggers it as an informer event does, and it syncs once 250 ms have
+// passed since its last sync started. It reports the p50/p99 time from the edit
+// until all attachments hold it (that wait included, the API server's
 // and the informer's delivery not) and fails when the p99 misses
 // effectTarget; also the syncs' own p50/p99 and the CPU time per edit.
 // The API side is faked; the kernel side is real.

@@ -83,8 +83,9 @@ func TestNetworkQoSFollowsRunningPods(t *testing.T) {
 	obj := &ncv1.NetworkQoS{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"},
 		Spec: ncv1.NetworkQoSSpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
-			Egress:      []ncv1.Rule{{DSCP: 18, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: ncv1.CIDR(subnet)}}}}}},
+			NetworkSelectors: netclassNetworks(),
+			PodSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
+			Egress:           []ncv1.Rule{{DSCP: 18, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: ncv1.CIDR(subnet)}}}}}},
 		},
 	}
 	qoses := e.NC.NetclassV1alpha1().NetworkQoSes(ns)
@@ -262,4 +263,12 @@ func waitNodes(t *testing.T, e *harness.Env, ns, name string, want map[string]in
 			}
 			return true, state, nil
 		})
+}
+
+// netclassNetworks selects every netclass network (PodNetworks and the
+// namespace's Networks), and not the default network: what an omitted
+// networkSelectors meant before it meant the default network.
+func netclassNetworks() ncv1.NetworkSelectors {
+	return ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+		{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}}
 }

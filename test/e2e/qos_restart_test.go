@@ -57,7 +57,8 @@ func TestQoSConvergesAfterSIGKILLDuringUpdates(t *testing.T) {
 	qoses := e.NC.NetclassV1alpha1().NetworkQoSes(ns)
 	obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "storm"},
 		Spec: ncv1.NetworkQoSSpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
+			NetworkSelectors: netclassNetworks(),
+			PodSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
 			Egress: []ncv1.Rule{{DSCP: 10, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{
 				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "peer"}}}}}}},
 		}}

@@ -45,7 +45,7 @@ func TestNetworkQoSRateFollowsOnRunningPods(t *testing.T) {
 
 	kbps := traffic.Rate(4000)
 	obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: "meter"},
-		Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
+		Spec: ncv1.NetworkQoSSpec{NetworkSelectors: netclassNetworks(), PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}},
 			Egress: []ncv1.Rule{{DSCP: 10, Bandwidth: &ncv1.Bandwidth{Rate: ptr.To(kbps), Burst: ptr.To(kbps / 10)},
 				Classifier: &ncv1.Classifier{Ports: []ncv1.Port{{Protocol: ncv1.ProtocolUDP, Port: ptr.To(int32(6000))}}}}}}}
 	if _, err := e.NC.NetclassV1alpha1().NetworkQoSes(n.Namespace).Create(testbed.Context(t, time.Minute), obj, metav1.CreateOptions{}); err != nil {
@@ -93,7 +93,7 @@ func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
 	objects := qos.MaxRules/ncv1.MaxNetworkQoSRules + 1
 	for i := range objects {
 		obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: fmt.Sprintf("many-%02d", i)},
-			Spec: ncv1.NetworkQoSSpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}}}}
+			Spec: ncv1.NetworkQoSSpec{NetworkSelectors: netclassNetworks(), PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}}}}
 		for range ncv1.MaxNetworkQoSRules {
 			obj.Spec.Egress = append(obj.Spec.Egress, ncv1.Rule{DSCP: 8})
 		}

@@ -107,8 +107,9 @@ func TestQoSMarksDSCP(t *testing.T) {
 	toPeer := &ncv1.NetworkQoS{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cs5-to-peer"},
 		Spec: ncv1.NetworkQoSSpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"class": "cs5"}},
-			Priority:    20,
+			NetworkSelectors: netclassNetworks(),
+			PodSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"class": "cs5"}},
+			Priority:         20,
 			Egress: []ncv1.Rule{{DSCP: 40, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{
 				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "peer"}}}}}}},
 		},

@@ -22,63 +22,78 @@ import (
 // and returns the round-trip time of each one answered, and how many were
 // not (no reply within a second of the last request).
 func RTTs(n *nstest.NS, dst netip.Addr, count int, interval time.Duration) ([]time.Duration, int, error) {
-	network, proto, typ, reply := "ip4:icmp", 1, icmp.Type(ipv4.ICMPTypeEcho), icmp.Type(ipv4.ICMPTypeEchoReply)
+	network, typ := "ip4:icmp", icmp.Type(ipv4.ICMPTypeEcho)
+	r := &echoRun{proto: 1, reply: ipv4.ICMPTypeEchoReply, count: count,
+		sent: make([]time.Time, count), got: make([]time.Duration, count)}
 	if dst.Is6() {
-		network, proto, typ, reply = "ip6:ipv6-icmp", 58, ipv6.ICMPTypeEchoRequest, ipv6.ICMPTypeEchoReply
+		network, typ, r.proto, r.reply = "ip6:ipv6-icmp", ipv6.ICMPTypeEchoRequest, 58, ipv6.ICMPTypeEchoReply
 	}
-	var conn *icmp.PacketConn
-	if err := n.Run(func() (err error) { conn, err = icmp.ListenPacket(network, ""); return err }); err != nil {
+	if err := n.Run(func() (err error) { r.conn, err = icmp.ListenPacket(network, ""); return err }); err != nil {
 		return nil, 0, fmt.Errorf("open icmp socket in %s: %w", n.Name, err)
 	}
-	defer conn.Close()
+	defer r.conn.Close()
 	var idb [2]byte
 	rand.Read(idb[:])
-	id := int(binary.BigEndian.Uint16(idb[:]))
-	var mu sync.Mutex
-	sent, got := make([]time.Time, count), make([]time.Duration, count)
+	r.id = int(binary.BigEndian.Uint16(idb[:]))
 	done := make(chan struct{})
-	go func() { // replies, matched by id and sequence
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			k, _, err := conn.ReadFrom(buf)
-			if err != nil {
-				return // the deadline after the last request
-			}
-			at := time.Now()
-			m, err := icmp.ParseMessage(proto, buf[:k])
-			if err != nil || m.Type != reply {
-				continue
-			}
-			e, ok := m.Body.(*icmp.Echo)
-			if !ok || e.ID != id || e.Seq < 0 || e.Seq >= count {
-				continue
-			}
-			mu.Lock()
-			got[e.Seq] = at.Sub(sent[e.Seq])
-			mu.Unlock()
-		}
-	}()
+	go r.receive(done)
 	to := &net.IPAddr{IP: dst.AsSlice()}
 	for seq := range count {
-		b, _ := (&icmp.Message{Type: typ, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("netclass rtt")}}).Marshal(nil)
-		mu.Lock()
-		sent[seq] = time.Now()
-		mu.Unlock()
-		if _, err := conn.WriteTo(b, to); err != nil {
+		b, _ := (&icmp.Message{Type: typ, Body: &icmp.Echo{ID: r.id, Seq: seq, Data: []byte("netclass rtt")}}).Marshal(nil)
+		r.mu.Lock()
+		r.sent[seq] = time.Now()
+		r.mu.Unlock()
+		if _, err := r.conn.WriteTo(b, to); err != nil {
 			return nil, 0, fmt.Errorf("send echo %d to %s: %w", seq, dst, err)
 		}
 		time.Sleep(interval) // pacing the probes, not waiting for a condition
 	}
-	conn.SetReadDeadline(time.Now().Add(time.Second))
+	r.conn.SetReadDeadline(time.Now().Add(time.Second))
 	<-done
 	var rtts []time.Duration
-	for _, d := range got {
+	for _, d := range r.got {
 		if d > 0 {
 			rtts = append(rtts, d)
 		}
 	}
 	return rtts, count - len(rtts), nil
+}
+
+// echoRun is one RTTs: its socket, and each request's send time and
+// round-trip time (0: no reply yet), by sequence number.
+type echoRun struct {
+	conn      *icmp.PacketConn
+	proto     int
+	reply     icmp.Type
+	id, count int
+	mu        sync.Mutex
+	sent      []time.Time
+	got       []time.Duration
+}
+
+// receive records the replies, matched by id and sequence, until the
+// socket's deadline (set after the last request), then closes done.
+func (r *echoRun) receive(done chan<- struct{}) {
+	defer close(done)
+	buf := make([]byte, 1500)
+	for {
+		k, _, err := r.conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		at := time.Now()
+		m, err := icmp.ParseMessage(r.proto, buf[:k])
+		if err != nil || m.Type != r.reply {
+			continue
+		}
+		e, ok := m.Body.(*icmp.Echo)
+		if !ok || e.ID != r.id || e.Seq < 0 || e.Seq >= r.count {
+			continue
+		}
+		r.mu.Lock()
+		r.got[e.Seq] = at.Sub(r.sent[e.Seq])
+		r.mu.Unlock()
+	}
 }
 
 // Quantile returns the q-quantile (0 < q <= 1) of ds by the nearest-rank

@@ -56,10 +56,12 @@ type NetworkQoS struct {
 
 // NetworkQoSSpec defines the desired state of a NetworkQoS.
 type NetworkQoSSpec struct {
-	// networkSelectors select the networks whose attachments the rules apply
-	// to. Unset selects every netclass network the selected pods are attached
-	// to (netclass does not handle the cluster's primary network). It cannot
-	// be changed.
+	// networkSelectors select the networks whose interfaces the rules apply
+	// to: DefaultNetwork the pod's primary interface (eth0, set up by the
+	// cluster's primary CNI), PodNetworks and Networks the netclass
+	// attachments on the networks they select. Unset selects the default
+	// network only, as OKEP-4380 says (earlier releases of netclass
+	// read it as every netclass network). It cannot be changed.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="networkSelectors is immutable"
 	// +optional
 	NetworkSelectors NetworkSelectors `json:"networkSelectors,omitempty"`
@@ -91,15 +93,19 @@ type NetworkQoSSpec struct {
 // +listType=map
 // +listMapKey=networkSelectionType
 // +kubebuilder:validation:MinItems=1
-// +kubebuilder:validation:MaxItems=2
+// +kubebuilder:validation:MaxItems=3
 type NetworkSelectors []NetworkSelector
 
 // NetworkSelectionType names the kind of network a NetworkSelector selects.
 //
-// +kubebuilder:validation:Enum=PodNetworks;Networks
+// +kubebuilder:validation:Enum=DefaultNetwork;PodNetworks;Networks
 type NetworkSelectionType string
 
 const (
+	// DefaultNetwork selects the cluster's default network: the primary
+	// interface (eth0) of the selected pods, whatever primary CNI set it up.
+	// It takes no selector.
+	DefaultNetwork NetworkSelectionType = "DefaultNetwork"
 	// PodNetworks selects cluster-scoped PodNetworks of provider netclass.dev.
 	PodNetworks NetworkSelectionType = "PodNetworks"
 	// Networks selects netclass Networks in the NetworkQoS's own namespace
@@ -108,9 +114,10 @@ const (
 )
 
 // NetworkSelector selects networks of one type by label. The selector of
-// the matching type must be set and the other must not.
+// the matching type must be set and the other must not; DefaultNetwork
+// takes neither.
 //
-// +kubebuilder:validation:XValidation:rule="self.networkSelectionType == 'PodNetworks' ? has(self.podNetworkSelector) && !has(self.networkSelector) : has(self.networkSelector) && !has(self.podNetworkSelector)",message="podNetworkSelector is required for PodNetworks and networkSelector for Networks, and only that one"
+// +kubebuilder:validation:XValidation:rule="self.networkSelectionType == 'DefaultNetwork' ? !has(self.podNetworkSelector) && !has(self.networkSelector) : self.networkSelectionType == 'PodNetworks' ? has(self.podNetworkSelector) && !has(self.networkSelector) : has(self.networkSelector) && !has(self.podNetworkSelector)",message="podNetworkSelector is required for PodNetworks and networkSelector for Networks, and only that one; DefaultNetwork takes neither"
 type NetworkSelector struct {
 	// networkSelectionType is the type of network selected.
 	// +required

@@ -119,3 +119,19 @@ func checkRootCake(l netlink.Link, s TBF) error {
 	}
 	return nil
 }
+
+// HasIngressHook reports whether anything hooks the link's ingress in tc
+// (an ingress or clsact qdisc): a filter or BPF program there runs before
+// netfilter's ingress hook and may redirect a packet past it.
+func HasIngressHook(l netlink.Link) (bool, error) {
+	qs, err := qdiscs(l)
+	if err != nil {
+		return false, err
+	}
+	for _, q := range qs {
+		if t := q.Type(); t == "ingress" || t == "clsact" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -15,10 +15,12 @@ import (
 //
 // NetworkQoSSpec defines the desired state of a NetworkQoS.
 type NetworkQoSSpecApplyConfiguration struct {
-	// networkSelectors select the networks whose attachments the rules apply
-	// to. Unset selects every netclass network the selected pods are attached
-	// to (netclass does not handle the cluster's primary network). It cannot
-	// be changed.
+	// networkSelectors select the networks whose interfaces the rules apply
+	// to: DefaultNetwork the pod's primary interface (eth0, set up by the
+	// cluster's primary CNI), PodNetworks and Networks the netclass
+	// attachments on the networks they select. Unset selects the default
+	// network only, as OKEP-4380 says (earlier releases of netclass
+	// read it as every netclass network). It cannot be changed.
 	NetworkSelectors *netclassv1alpha1.NetworkSelectors `json:"networkSelectors,omitempty"`
 	// podSelector applies the NetworkQoS only to the pods of the namespace
 	// whose labels match. Unset or empty selects all pods of the namespace.

@@ -14,7 +14,8 @@ import (
 // with apply.
 //
 // NetworkSelector selects networks of one type by label. The selector of
-// the matching type must be set and the other must not.
+// the matching type must be set and the other must not; DefaultNetwork
+// takes neither.
 type NetworkSelectorApplyConfiguration struct {
 	// networkSelectionType is the type of network selected.
 	NetworkSelectionType *netclassv1alpha1.NetworkSelectionType `json:"networkSelectionType,omitempty"`
