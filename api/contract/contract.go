@@ -107,7 +107,8 @@ const MaxNetworkName = 64
 
 // NetworkPolicy on netclass attachments (KEP-5790).
 const (
-	// PolicyControllerLabel names the implementation a NetworkPolicy is for.
+	// PolicyControllerLabel names the implementation a NetworkPolicy (or a
+	// ClusterNetworkPolicy) is for.
 	PolicyControllerLabel = "networking.k8s.io/policy-controller-name"
 	// PolicyController is the label's value netclass-dra enforces; any other
 	// value (none, another controller's) or no label is ignored.

@@ -22,6 +22,10 @@ type DebugAttachment struct {
 	// MultiNetworkPolicies names the MultiNetworkPolicies whose policy-for
 	// names the attachment's network and that select its pod.
 	MultiNetworkPolicies []string `json:"multiNetworkPolicies,omitempty"`
+	// ClusterNetworkPolicies names the ClusterNetworkPolicies labelled for
+	// netclass whose subject selects the attachment's pod, in precedence
+	// order.
+	ClusterNetworkPolicies []string `json:"clusterNetworkPolicies,omitempty"`
 	// NotEnforced lists the policy rules left out, QoSIgnored the QoS
 	// rules; Error says why the attachment does not hold its rules.
 	NotEnforced string `json:"notEnforced,omitempty"`

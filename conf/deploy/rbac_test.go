@@ -112,6 +112,7 @@ func draCalls() []apiCall {
 	add(calls(mod+"shim/qosstatus", `\.ApplyStatus\(ctx, ac,`, nc, "networkqoses/status", "patch"))
 	add(calls(mod+"shim/daemon", `polFac\.Networking\(\)\.V1\(\)\.NetworkPolicies\(\)`, "networking.k8s.io", "networkpolicies", "list", "watch"))
 	add(calls(mod+"shim/daemon", `multiFac\.K8sCniCncfIo\(\)\.V1beta1\(\)\.MultiNetworkPolicies\(\)`, "k8s.cni.cncf.io", "multi-networkpolicies", "list", "watch"))
+	add(calls(mod+"shim/daemon", `clusterFac\.Policy\(\)\.V1beta1\(\)\.ClusterNetworkPolicies\(\)`, "policy.networking.k8s.io", "clusternetworkpolicies", "list", "watch"))
 	return c
 }
 
@@ -158,7 +159,8 @@ var accessors = map[string]need{
 	"NetworkClasses": {group: mn, resource: "networkclasses"}, "PodNetworks": {group: mn, resource: "podnetworks"},
 	"ClusterNetworks": {group: nc, resource: "clusternetworks"}, "NodeNetworks": {group: nc, resource: "nodenetworks"},
 	"Networks": {group: nc, resource: "networks"}, "NetworkQoSes": {group: nc, resource: "networkqoses"},
-	"MultiNetworkPolicies": {group: "k8s.cni.cncf.io", resource: "multi-networkpolicies"},
+	"MultiNetworkPolicies":   {group: "k8s.cni.cncf.io", resource: "multi-networkpolicies"},
+	"ClusterNetworkPolicies": {group: "policy.networking.k8s.io", resource: "clusternetworkpolicies"},
 }
 
 var verbs = map[string][2]string{ // method → verb, subresource

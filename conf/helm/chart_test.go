@@ -161,6 +161,27 @@ func TestMultiNetworkPolicyCRDIsTheModules(t *testing.T) {
 	}
 }
 
+// conf/crd/thirdparty's ClusterNetworkPolicy CRD is the standard channel's
+// of the module whose Go types netclass-dra reads, byte for byte.
+func TestClusterNetworkPolicyCRDIsTheModules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/network-policy-api").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	const name = "policy.networking.k8s.io_clusternetworkpolicies.yaml"
+	want, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../crd/thirdparty/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("conf/crd/thirdparty/" + name + " differs from the module's config/crd/standard")
+	}
+}
+
 // get is the value at a path of nested maps and lists ("containers.0.args").
 func get(t *testing.T, obj map[string]any, path string) any {
 	t.Helper()

@@ -1,7 +1,9 @@
 // Package netpol holds what one attachment enforces of the NetworkPolicies
-// that select its pod, compiled (shim/netpol) into kernel terms: per
-// direction, whether the attachment is isolated and which peers and ports
-// are allowed. It is pure; plugins/kernel/nft renders it.
+// (and MultiNetworkPolicies, ClusterNetworkPolicies) that select its pod,
+// compiled (shim/netpolicy) into kernel terms: per direction, the ordered
+// verdicts of the Admin tier, whether the attachment is isolated and which
+// peers and ports are allowed, then the ordered verdicts of the Baseline
+// tier. It is pure; plugins/kernel/nft renders it.
 package netpol
 
 import (
@@ -17,14 +19,59 @@ type Plan struct {
 	Egress  Direction
 }
 
-// Direction is one direction of traffic of the attachment.
+// Direction is one direction of traffic of the attachment. A packet (not
+// a reply of what passed the other way, nor neighbour discovery) meets
+// Admin first: the first verdict that matches decides (Pass: on to the
+// namespaced policies); then, when Isolated, it passes only if Allow lists
+// it; otherwise Baseline's first matching verdict decides, and a packet
+// none matches passes.
 type Direction struct {
-	// Isolated: only what Allow lists passes (and replies of what passed the
-	// other way, and neighbour discovery); otherwise everything passes.
+	// Isolated: a namespaced policy selects the pod in this direction: only
+	// what Allow lists passes (after Admin).
 	Isolated bool
 	// Allow is the union of the rules of every policy that selects the pod
 	// in this direction.
 	Allow []Allow
+	// Admin and Baseline are the rules of the ClusterNetworkPolicies of
+	// each tier that select the pod, in precedence order.
+	Admin, Baseline []Verdict
+}
+
+// Action is what a Verdict does to the packets it matches.
+type Action uint8
+
+const (
+	// Accept lets the packet through: no later verdict or policy applies.
+	Accept Action = iota
+	// Deny drops the packet.
+	Deny
+	// Pass skips the tier's later verdicts: an Admin Pass hands the packet
+	// to the namespaced policies (and Baseline); a Baseline Pass lets it
+	// through (nothing is after Baseline).
+	Pass
+)
+
+func (a Action) String() string {
+	switch a {
+	case Accept:
+		return "Accept"
+	case Deny:
+		return "Deny"
+	case Pass:
+		return "Pass"
+	}
+	return "Action(?)"
+}
+
+// Verdict is one ordered rule: packets Match matches get Action.
+type Verdict struct {
+	Action Action
+	Match  Allow
+}
+
+// Active reports whether anything in the direction filters packets.
+func (d *Direction) Active() bool {
+	return d.Isolated || len(d.Admin) > 0 || len(d.Baseline) > 0
 }
 
 // Allow lets traffic with a peer (the source of ingress, the destination
@@ -50,8 +97,9 @@ func (a *Allow) Families() (v4, v6 bool) {
 	return a.V4 == nil || len(a.V4) > 0, a.V6 == nil || len(a.V6) > 0
 }
 
-// IsZero reports whether the plan isolates nothing.
-func (p *Plan) IsZero() bool { return p == nil || (!p.Ingress.Isolated && !p.Egress.Isolated) }
+// IsZero reports whether the plan filters nothing: neither direction is
+// isolated nor has a verdict.
+func (p *Plan) IsZero() bool { return p == nil || (!p.Ingress.Active() && !p.Egress.Active()) }
 
 // Equal reports whether p and q are the same plan (nil is the zero plan).
 // It is reflect.DeepEqual's verdict but for Allow and Ports lists, where
@@ -69,11 +117,21 @@ func (p *Plan) Equal(q *Plan) bool {
 }
 
 func (d *Direction) equal(e *Direction) bool {
-	if d.Isolated != e.Isolated || len(d.Allow) != len(e.Allow) {
+	if d.Isolated != e.Isolated || len(d.Allow) != len(e.Allow) || len(d.Admin) != len(e.Admin) || len(d.Baseline) != len(e.Baseline) {
 		return false
 	}
 	for i := range d.Allow {
 		if !d.Allow[i].equal(&e.Allow[i]) {
+			return false
+		}
+	}
+	return sameVerdicts(d.Admin, e.Admin) && sameVerdicts(d.Baseline, e.Baseline)
+}
+
+// sameVerdicts compares verdicts of equal counts.
+func sameVerdicts(a, b []Verdict) bool {
+	for i := range a {
+		if a[i].Action != b[i].Action || !a[i].Match.equal(&b[i].Match) {
 			return false
 		}
 	}

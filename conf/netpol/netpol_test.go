@@ -35,6 +35,14 @@ func TestPlanEqual(t *testing.T) {
 		{"an allow more", web(), edit(web(), func(p *Plan) { p.Ingress.Allow = append(p.Ingress.Allow, Allow{}) }), false},
 		{"allows in another order", web(), edit(web(), func(p *Plan) { x := p.Ingress.Allow; x[0], x[1] = x[1], x[0] }), false},
 		{"a range more", web(), edit(web(), func(p *Plan) { x := &p.Ingress.Allow[0]; x.V4 = append(x.V4, x.V4[0]) }), false},
+		{"an Admin verdict", web(), edit(web(), func(p *Plan) { p.Ingress.Admin = []Verdict{{Action: Deny}} }), false},
+		{"a Baseline verdict", web(), edit(web(), func(p *Plan) { p.Egress.Baseline = []Verdict{{Action: Deny}} }), false},
+		{"a verdict's action", edit(web(), func(p *Plan) { p.Ingress.Admin = []Verdict{{Action: Deny}} }),
+			edit(web(), func(p *Plan) { p.Ingress.Admin = []Verdict{{Action: Pass}} }), false},
+		{"a verdict's match", edit(web(), func(p *Plan) { p.Ingress.Admin = []Verdict{{Action: Deny}} }),
+			edit(web(), func(p *Plan) { p.Ingress.Admin = []Verdict{{Action: Deny, Match: Allow{V4: []qos.Range{}}}} }), false},
+		{"the same verdicts", edit(web(), func(p *Plan) { p.Ingress.Baseline = []Verdict{{Action: Pass}} }),
+			edit(web(), func(p *Plan) { p.Ingress.Baseline = []Verdict{{Action: Pass}} }), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +67,8 @@ func TestPlanEqualKnowsEveryField(t *testing.T) {
 		want []string
 	}{
 		{reflect.TypeFor[Plan](), []string{"Ingress", "Egress"}},
-		{reflect.TypeFor[Direction](), []string{"Isolated", "Allow"}},
+		{reflect.TypeFor[Direction](), []string{"Isolated", "Allow", "Admin", "Baseline"}},
+		{reflect.TypeFor[Verdict](), []string{"Action", "Match"}},
 		{reflect.TypeFor[Allow](), []string{"V4", "V6", "Ports"}},
 		{reflect.TypeFor[PortRange](), []string{"Proto", "From", "To"}}, // compared by ==
 	} {

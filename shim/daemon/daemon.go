@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	cnpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
 
 	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
@@ -93,11 +94,14 @@ type Daemon struct {
 	// are never seen (KEP-5790's filtering at the informer).
 	polFac informers.SharedInformerFactory
 	// multiFac caches the MultiNetworkPolicies (nil: not served).
-	multiFac  mnpinformers.SharedInformerFactory
-	peers     peers.Listers
-	nodes     coreinformers.NodeInformer
-	publisher *publish.Publisher
-	devices   *deviceLoop
+	multiFac mnpinformers.SharedInformerFactory
+	// clusterFac caches the ClusterNetworkPolicies labelled for netclass
+	// (nil: not served).
+	clusterFac cnpinformers.SharedInformerFactory
+	peers      peers.Listers
+	nodes      coreinformers.NodeInformer
+	publisher  *publish.Publisher
+	devices    *deviceLoop
 	// nodeNetsChanged asks for the NodeNetwork statuses to be written again.
 	nodeNetsChanged chan struct{}
 	store           *checkpoint.Store
@@ -143,6 +147,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	if err := d.multiInformer(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.clusterInformer(ctx); err != nil {
 		return nil, err
 	}
 	d.plugins(ctx)

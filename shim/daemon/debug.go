@@ -15,8 +15,8 @@ func attachmentsHandler(outcomes func() []ruleagent.Outcome) http.Handler {
 		for _, o := range outcomes() {
 			doc.Attachments = append(doc.Attachments, contract.DebugAttachment{Pod: o.Pod.String(), Interface: o.IfName,
 				Network: o.Network.String(), NetworkQoS: o.Selected, NetworkPolicies: o.Policies,
-				MultiNetworkPolicies: o.MultiPolicies,
-				NotEnforced:          errString(o.PolicyIgnored), QoSIgnored: errString(o.Ignored), Error: errString(o.Err)})
+				MultiNetworkPolicies: o.MultiPolicies, ClusterNetworkPolicies: o.ClusterPolicies,
+				NotEnforced: errString(o.PolicyIgnored), QoSIgnored: errString(o.Ignored), Error: errString(o.Err)})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	mnpclient "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/clientset/versioned"
 	mnpinformers "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/informers/externalversions"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/shim/netpolicy"
@@ -28,7 +24,7 @@ const multiResource = "multi-networkpolicies"
 // there are none to enforce: the daemon says so and does not watch them (a
 // CRD installed later is read from the daemon's next start).
 func (d *Daemon) multiInformer(ctx context.Context) error {
-	served, err := servesMulti(d.kube.Discovery())
+	served, err := serves(d.kube.Discovery(), mnpv1beta1.SchemeGroupVersion.String(), multiResource)
 	if err != nil {
 		return err
 	}
@@ -46,19 +42,6 @@ func (d *Daemon) multiInformer(ctx context.Context) error {
 	return nil
 }
 
-// servesMulti reports whether the API server serves MultiNetworkPolicies.
-func servesMulti(dc discovery.DiscoveryInterface) (bool, error) {
-	gv := mnpv1beta1.SchemeGroupVersion.String()
-	list, err := dc.ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discover the resources of %s: %w", gv, err)
-	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == multiResource }), nil
-}
-
 // multiPolicies lists a namespace's MultiNetworkPolicies from the cache
 // (nil when they are not watched).
 func (d *Daemon) multiPolicies() func(namespace string) ([]*mnpv1beta1.MultiNetworkPolicy, error) {
@@ -74,6 +57,9 @@ func (d *Daemon) multiPolicies() func(namespace string) ([]*mnpv1beta1.MultiNetw
 // policyObject returns a policy of either kind from the caches, with its
 // kind set, for the Events about it.
 func (d *Daemon) policyObject(kind, ns, name string) (runtime.Object, error) {
+	if kind == netpolicy.KindClusterNetworkPolicy {
+		return d.clusterObject(name)
+	}
 	if kind != netpolicy.KindMultiNetworkPolicy {
 		p, err := d.polFac.Networking().V1().NetworkPolicies().Lister().NetworkPolicies(ns).Get(name)
 		if err != nil {
@@ -107,6 +93,9 @@ func (d *Daemon) startInformers(ctx context.Context) (stop func(), err error) {
 	facs := []informerFactory{d.factory, d.nodeFac, d.podFac, d.peerFac, d.polFac}
 	if d.multiFac != nil {
 		facs = append(facs, d.multiFac)
+	}
+	if d.clusterFac != nil {
+		facs = append(facs, d.clusterFac)
 	}
 	for _, f := range facs {
 		f.Start(ctx.Done())

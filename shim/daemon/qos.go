@@ -23,9 +23,10 @@ import (
 )
 
 // newQoSAgent builds the agent over the daemon's caches, NetworkQoS, the
-// NetworkPolicies labelled for netclass and the MultiNetworkPolicies, and
-// asks it for a sync whenever one of its inputs changes: a NetworkQoS, a
-// NetworkPolicy, a MultiNetworkPolicy, a pod's labels, a namespace's
+// NetworkPolicies labelled for netclass, the MultiNetworkPolicies and the
+// ClusterNetworkPolicies labelled for netclass, and asks it for a sync
+// whenever one of its inputs changes: a NetworkQoS, a NetworkPolicy, a
+// MultiNetworkPolicy, a ClusterNetworkPolicy, a pod's labels, a namespace's
 // labels, a claim (peer addresses), a pod attached.
 func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *ruleagent.Agent {
 	resolver := peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
@@ -52,6 +53,9 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		Peers:  resolver,
 		Known:  d.knownNetwork,
 		Multi:  d.multiPolicies(),
+		// ClusterNetworkPolicies and the namespaces' labels their subjects select by
+		Cluster:         d.clusterPolicies(),
+		NamespaceLabels: d.namespaceLabels,
 	}
 	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events, Policy: d.policyObject}
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
@@ -85,6 +89,9 @@ func (d *Daemon) agentInputs() []cache.SharedIndexInformer {
 	}
 	if d.multiFac != nil {
 		infs = append(infs, d.multiFac.K8sCniCncfIo().V1beta1().MultiNetworkPolicies().Informer())
+	}
+	if d.clusterFac != nil {
+		infs = append(infs, d.clusterFac.Policy().V1beta1().ClusterNetworkPolicies().Informer())
 	}
 	return infs
 }

@@ -40,6 +40,9 @@ type Peers interface {
 type Target struct {
 	Namespace string
 	Labels    map[string]string
+	// NamespaceLabels are the labels of the pod's namespace (a
+	// ClusterNetworkPolicy's subject selects namespaces by them).
+	NamespaceLabels map[string]string
 	// Ports are the pod's container ports (named ports resolve against them).
 	Ports   []corev1.ContainerPort
 	Network network.Network
@@ -51,8 +54,9 @@ type Target struct {
 // RuleError is a part of a policy left out of a plan (which only narrows
 // what the plan allows).
 type RuleError struct {
-	// Kind is the policy's: KindNetworkPolicy (or empty) or
-	// KindMultiNetworkPolicy.
+	// Kind is the policy's: KindNetworkPolicy (or empty),
+	// KindMultiNetworkPolicy or KindClusterNetworkPolicy (whose Namespace
+	// is empty).
 	Kind            string
 	Namespace, Name string
 	// Path is the part: podSelector, ingress[i], egress[i].
@@ -61,6 +65,9 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string {
+	if e.Namespace == "" {
+		return fmt.Sprintf("%s %s %s: %v", cmp.Or(e.Kind, KindNetworkPolicy), e.Name, e.Path, e.Err)
+	}
 	return fmt.Sprintf("%s %s/%s %s: %v", cmp.Or(e.Kind, KindNetworkPolicy), e.Namespace, e.Name, e.Path, e.Err)
 }
 
@@ -97,14 +104,18 @@ func Compile(pols []*networkingv1.NetworkPolicy, t Target, peers Peers) (netpol.
 // CompileAll returns the plan of the attachment and the policies that
 // select it: the union, with v1's semantics, of the NetworkPolicies that
 // are netclass's and the MultiNetworkPolicies whose policy-for names the
-// attachment's network; the others are ignored as if they did not exist.
-// A rule that cannot be compiled is left out, which can only narrow what
-// is allowed, and reported in the error (its RuleError's Kind says which
-// kind of policy it is of).
+// attachment's network, between the Admin and Baseline tiers of the
+// ClusterNetworkPolicies that are netclass's and select the pod (cluster.go,
+// compiled first: they have the attachment's bounds first); the others are
+// ignored as if they did not exist. A rule that cannot be compiled is left
+// out, which can only narrow what is allowed (a ClusterNetworkPolicy's Deny
+// or Pass denies everything instead), and reported in the error (its
+// RuleError's Kind says which kind of policy it is of).
 func CompileAll(in Policies, t Target, peers Peers) (netpol.Plan, Selected, error) {
 	var plan netpol.Plan
 	var sel Selected
 	var errs []error
+	sel.ClusterNetworkPolicies, errs = addCluster(&plan, in.Cluster, t, peers)
 	for _, p := range in.ordered() {
 		ok, err := selects(p, t)
 		perr := []error{err}

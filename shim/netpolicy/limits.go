@@ -57,28 +57,47 @@ type cost struct{ rules, ranges int }
 
 func costOf(allows []netpol.Allow) cost {
 	var c cost
-	for _, a := range allows {
-		v4, v6 := a.Families()
-		fams := 0
-		if v4 {
-			fams++
+	for i := range allows {
+		c.add(&allows[i])
+	}
+	return c
+}
+
+// add adds what one allow renders to.
+func (c *cost) add(a *netpol.Allow) {
+	v4, v6 := a.Families()
+	fams := 0
+	if v4 {
+		fams++
+	}
+	if v6 {
+		fams++
+	}
+	var seen [256]bool // the protocols, without allocating (withinBudget runs after every rule)
+	protos := 0
+	for _, p := range a.Ports {
+		if !seen[p.Proto] {
+			seen[p.Proto], protos = true, protos+1
 		}
-		if v6 {
-			fams++
+	}
+	c.rules += fams * max(1, protos)
+	c.ranges += len(a.V4) + len(a.V6) + len(a.Ports)
+}
+
+// directionCost is what a direction's allows and verdicts render to.
+func directionCost(d *netpol.Direction) cost {
+	c := costOf(d.Allow)
+	for _, vs := range [][]netpol.Verdict{d.Admin, d.Baseline} {
+		for i := range vs {
+			c.add(&vs[i].Match)
 		}
-		protos := map[uint8]bool{}
-		for _, p := range a.Ports {
-			protos[p.Proto] = true
-		}
-		c.rules += fams * max(1, len(protos))
-		c.ranges += len(a.V4) + len(a.V6) + len(a.Ports)
 	}
 	return c
 }
 
 // withinBudget checks the plan's rendering against the attachment's bounds.
 func withinBudget(plan *netpol.Plan) error {
-	in, out := costOf(plan.Ingress.Allow), costOf(plan.Egress.Allow)
+	in, out := directionCost(&plan.Ingress), directionCost(&plan.Egress)
 	if r := in.rules + out.rules; r > MaxRulesPerAttachment {
 		return fmt.Errorf("the attachment's policies would take %d nftables rules, more than the %d netclass enforces", r, MaxRulesPerAttachment)
 	}

@@ -10,6 +10,7 @@ import (
 	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -23,16 +24,22 @@ const (
 
 // Policies are the policies of the target's namespace: NetworkPolicies
 // (those labelled for netclass apply) and MultiNetworkPolicies (those
-// whose policy-for names the target's network apply).
+// whose policy-for names the target's network apply), and the cluster's
+// ClusterNetworkPolicies.
 type Policies struct {
 	NetworkPolicies []*networkingv1.NetworkPolicy
 	Multi           []*mnpv1beta1.MultiNetworkPolicy
+	// Cluster are the ClusterNetworkPolicies (those labelled for netclass
+	// whose subject selects the pod apply).
+	Cluster []*cnpv1beta1.ClusterNetworkPolicy
 }
 
 // Selected names the policies of each kind that select an attachment, in
 // order.
 type Selected struct {
 	NetworkPolicies, MultiNetworkPolicies []string
+	// ClusterNetworkPolicies are in precedence order.
+	ClusterNetworkPolicies []string
 }
 
 func (s *Selected) add(p *networkingv1.NetworkPolicy) {

@@ -56,7 +56,7 @@ func (w *oracleWorld) server() policyeval.Pod { return w.pods[0] }
 
 func (w *oracleWorld) target() Target {
 	s := w.server()
-	return Target{Namespace: s.Namespace, Labels: s.Labels, Ports: s.Ports, Network: blue}
+	return Target{Namespace: s.Namespace, Labels: s.Labels, NamespaceLabels: w.namespaces[s.Namespace], Ports: s.Ports, Network: blue}
 }
 
 // Endpoints implements Peers over the world's pods.
@@ -140,25 +140,53 @@ func (w *oracleWorld) oracle(world policyeval.World, p probe) bool {
 
 // planAllows is what a plan lets through on server's attachment, read as
 // conf/netpol documents it (the kernel rendering is tested against the
-// same reading in plugins/kernel/nft).
+// same reading in plugins/kernel/nft): the Admin verdicts, then the allows
+// when isolated, else the Baseline verdicts.
 func planAllows(plan netpol.Plan, p probe) bool {
 	d := plan.Egress
 	if p.ingress {
 		d = plan.Ingress
 	}
-	if !d.Isolated {
-		return true
+	if v, decided := firstVerdict(d.Admin, p, false); decided {
+		return v
 	}
-	for _, a := range d.Allow {
-		ranges := a.V6
-		if p.peer.Addr.Is4() {
-			ranges = a.V4
+	if d.Isolated {
+		for _, a := range d.Allow {
+			if allowMatches(a, p) {
+				return true
+			}
 		}
-		if inRanges(ranges, p.peer.Addr) && onPorts(a.Ports, protocols[p.proto], p.port) {
-			return true
-		}
+		return false
 	}
-	return false
+	if v, decided := firstVerdict(d.Baseline, p, true); decided {
+		return v
+	}
+	return true
+}
+
+// firstVerdict is the first matching verdict's; a Pass decides passOK.
+func firstVerdict(vs []netpol.Verdict, p probe, passOK bool) (verdict, decided bool) {
+	for _, v := range vs {
+		if !allowMatches(v.Match, p) {
+			continue
+		}
+		switch v.Action {
+		case netpol.Accept:
+			return true, true
+		case netpol.Deny:
+			return false, true
+		}
+		return passOK, passOK
+	}
+	return false, false
+}
+
+func allowMatches(a netpol.Allow, p probe) bool {
+	ranges := a.V6
+	if p.peer.Addr.Is4() {
+		ranges = a.V4
+	}
+	return inRanges(ranges, p.peer.Addr) && onPorts(a.Ports, protocols[p.proto], p.port)
 }
 
 func inRanges(ranges []qos.Range, a netip.Addr) bool {

@@ -1,5 +1,5 @@
-// Package policyevents tells the owners of NetworkPolicies and
-// MultiNetworkPolicies what
+// Package policyevents tells the owners of NetworkPolicies,
+// MultiNetworkPolicies and ClusterNetworkPolicies what
 // netclass-dra could not enforce of them on its node: Warning Events on
 // the policy (ReasonPolicyNotEnforced for a rule left out of a pod's plan,
 // ReasonPolicyEnforceFailed for a pod whose table could not be written),
@@ -25,7 +25,8 @@ type Recorder struct {
 	Node   string
 	Events record.EventRecorder
 	// Policy returns a policy by kind (netpolicy.KindNetworkPolicy,
-	// netpolicy.KindMultiNetworkPolicy), namespace and name (the informer's
+	// netpolicy.KindMultiNetworkPolicy, netpolicy.KindClusterNetworkPolicy
+	// with no namespace), namespace and name (the informer's
 	// cache), with its kind set (the Event refers to it).
 	Policy func(kind, namespace, name string) (runtime.Object, error)
 
@@ -68,8 +69,12 @@ func Problems(node string, outs []ruleagent.Outcome) []Event {
 					fmt.Sprintf("node %s: %s: %v: the policy applies on no such network", node, re.Path, re.Err)})
 				continue
 			}
+			effect := "what it allows stays closed"
+			if kind == netpolicy.KindClusterNetworkPolicy {
+				effect = "it fails closed (an Accept matches less, a Deny or Pass denies everything)"
+			}
 			out = append(out, Event{kind, re.Namespace, re.Name, contract.ReasonPolicyNotEnforced,
-				fmt.Sprintf("%s: %s not enforced, what it allows stays closed: %v", where, re.Path, re.Err)})
+				fmt.Sprintf("%s: %s not enforced, %s: %v", where, re.Path, effect, re.Err)})
 		}
 		if o.PolicyErr == nil {
 			continue
@@ -80,6 +85,10 @@ func Problems(node string, outs []ruleagent.Outcome) []Event {
 		}
 		for _, name := range o.MultiPolicies {
 			out = append(out, Event{netpolicy.KindMultiNetworkPolicy, o.Pod.Namespace, name, contract.ReasonPolicyEnforceFailed,
+				fmt.Sprintf("%s: rules not written: %v", where, o.PolicyErr)})
+		}
+		for _, name := range o.ClusterPolicies {
+			out = append(out, Event{netpolicy.KindClusterNetworkPolicy, "", name, contract.ReasonPolicyEnforceFailed,
 				fmt.Sprintf("%s: rules not written: %v", where, o.PolicyErr)})
 		}
 	}

@@ -28,9 +28,10 @@ func outcome(pod string, ignored, failed error, policies ...string) ruleagent.Ou
 func TestProblems(t *testing.T) {
 	left := errors.Join(&netpolicy.RuleError{Namespace: "t1", Name: "a", Path: "egress[0]", Err: errors.New(`named port "http"`)},
 		&netpolicy.RuleError{Namespace: "t1", Name: "b", Path: "ingress[2]", Err: errors.New("bad")})
-	left = errors.Join(left, &netpolicy.RuleError{Kind: netpolicy.KindMultiNetworkPolicy, Namespace: "t1", Name: "a", Path: "ingress[0]", Err: errors.New("bad")})
+	left = errors.Join(left, &netpolicy.RuleError{Kind: netpolicy.KindMultiNetworkPolicy, Namespace: "t1", Name: "a", Path: "ingress[0]", Err: errors.New("bad")},
+		&netpolicy.RuleError{Kind: netpolicy.KindClusterNetworkPolicy, Name: "admin", Path: "egress[1]", Err: errors.New("peers netclass does not enforce: [to[0].nodes]")})
 	failed := outcome("q", nil, errors.New("netns gone"), "a", "c")
-	failed.MultiPolicies = []string{"m"}
+	failed.MultiPolicies, failed.ClusterPolicies = []string{"m"}, []string{"admin"}
 	got := Problems("n1", []ruleagent.Outcome{
 		outcome("ok", nil, nil, "a"),
 		outcome("p", left, nil, "a", "b"),
@@ -44,7 +45,9 @@ func TestProblems(t *testing.T) {
 		}
 	}
 	want := []string{"NetworkPolicy t1/a NotEnforced", "NetworkPolicy t1/b NotEnforced", "MultiNetworkPolicy t1/a NotEnforced",
-		"NetworkPolicy t1/a EnforceFailed", "NetworkPolicy t1/c EnforceFailed", "MultiNetworkPolicy t1/m EnforceFailed"}
+		"ClusterNetworkPolicy /admin NotEnforced",
+		"NetworkPolicy t1/a EnforceFailed", "NetworkPolicy t1/c EnforceFailed", "MultiNetworkPolicy t1/m EnforceFailed",
+		"ClusterNetworkPolicy /admin EnforceFailed"}
 	if !slices.Equal(short, want) {
 		t.Errorf("events %v, want %v", short, want)
 	}

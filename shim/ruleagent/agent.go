@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netpol"
@@ -84,6 +85,11 @@ type NetPolicies struct {
 	// whose policy-for names an attachment's network apply to it, with the
 	// NetworkPolicies (netpolicy.CompileAll).
 	Multi func(namespace string) ([]*mnpv1beta1.MultiNetworkPolicy, error)
+	// Cluster, when set, returns the ClusterNetworkPolicies (those labelled
+	// for netclass whose subject selects a pod apply to all its
+	// attachments); NamespaceLabels, then needed, a namespace's labels.
+	Cluster         func() ([]*cnpv1beta1.ClusterNetworkPolicy, error)
+	NamespaceLabels func(namespace string) (map[string]string, error)
 }
 
 // Item is one attachment's interface and the plan it is to hold.
@@ -114,11 +120,13 @@ type Outcome struct {
 	// PolicyChanged says its policy table was updated, PolicyIgnored what
 	// policy rules were left out (which only narrows what is allowed:
 	// netpolicy.RuleErrors), PolicyErr why the table could not be written.
-	Policies      []string
-	MultiPolicies []string
-	PolicyChanged bool
-	PolicyIgnored error
-	PolicyErr     error
+	// ClusterPolicies the ClusterNetworkPolicies, in precedence order;
+	Policies        []string
+	MultiPolicies   []string
+	ClusterPolicies []string
+	PolicyChanged   bool
+	PolicyIgnored   error
+	PolicyErr       error
 	// QoSErr: the attachment's QoS rules could not be brought to their
 	// plan; Err joins it with PolicyErr and what else failed.
 	QoSErr error

@@ -130,26 +130,50 @@ func policyItem(at checkpoint.Attachment, plan *netpol.Plan) podpolicy.Interface
 // policyPlan computes the attachment's policy, recording in out which
 // policies select it and what was left out (nil: no plan can be applied).
 func (a *Agent) policyPlan(pod *corev1.Pod, net network.Network, peers netpolicy.Peers, out *Outcome) *netpol.Plan {
-	var in netpolicy.Policies
-	var err error
-	if in.NetworkPolicies, err = a.NetPol.List(pod.Namespace); err != nil {
-		out.Err = errors.Join(out.Err, fmt.Errorf("list NetworkPolicies of namespace %s: %w", pod.Namespace, err))
+	in, nsLabels, err := a.policyInputs(pod.Namespace)
+	if err != nil {
+		out.Err = errors.Join(out.Err, err)
 		return nil
-	}
-	if a.NetPol.Multi != nil {
-		if in.Multi, err = a.NetPol.Multi(pod.Namespace); err != nil {
-			out.Err = errors.Join(out.Err, fmt.Errorf("list MultiNetworkPolicies of namespace %s: %w", pod.Namespace, err))
-			return nil
-		}
 	}
 	var ports []corev1.ContainerPort
 	for _, c := range pod.Spec.Containers {
 		ports = append(ports, c.Ports...)
 	}
-	target := netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports, Network: net, Known: a.NetPol.Known}
+	target := netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, NamespaceLabels: nsLabels, Ports: ports, Network: net, Known: a.NetPol.Known}
 	plan, selected, ignored := netpolicy.CompileAll(in, target, peers)
-	out.Policies, out.MultiPolicies, out.PolicyIgnored = selected.NetworkPolicies, selected.MultiNetworkPolicies, ignored
+	out.Policies, out.MultiPolicies, out.ClusterPolicies = selected.NetworkPolicies, selected.MultiNetworkPolicies, selected.ClusterNetworkPolicies
+	out.PolicyIgnored = ignored
 	return &plan
+}
+
+// policyInputs lists the policies that may apply to a pod of the
+// namespace, and the namespace's labels when there are
+// ClusterNetworkPolicies.
+func (a *Agent) policyInputs(ns string) (netpolicy.Policies, map[string]string, error) {
+	var in netpolicy.Policies
+	var err error
+	if in.NetworkPolicies, err = a.NetPol.List(ns); err != nil {
+		return in, nil, fmt.Errorf("list NetworkPolicies of namespace %s: %w", ns, err)
+	}
+	if a.NetPol.Multi != nil {
+		if in.Multi, err = a.NetPol.Multi(ns); err != nil {
+			return in, nil, fmt.Errorf("list MultiNetworkPolicies of namespace %s: %w", ns, err)
+		}
+	}
+	if a.NetPol.Cluster == nil {
+		return in, nil, nil
+	}
+	if in.Cluster, err = a.NetPol.Cluster(); err != nil {
+		return in, nil, fmt.Errorf("list ClusterNetworkPolicies: %w", err)
+	}
+	if len(in.Cluster) == 0 || a.NetPol.NamespaceLabels == nil {
+		return in, nil, nil
+	}
+	labels, err := a.NetPol.NamespaceLabels(ns)
+	if err != nil {
+		return in, nil, fmt.Errorf("labels of namespace %s: %w", ns, err)
+	}
+	return in, labels, nil
 }
 
 // appliedPolicy is the policy plan the attachment holds, as last applied

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
@@ -50,6 +51,8 @@ type polSources struct {
 	pols   []*networkingv1.NetworkPolicy
 	// multi are pols as MultiNetworkPolicies (their benchmark's).
 	multi []*mnpv1beta1.MultiNetworkPolicy
+	// cluster are the ClusterNetworkPolicies (theirs).
+	cluster []*cnpv1beta1.ClusterNetworkPolicy
 }
 
 func (s *polSources) Pod(ns, name string, uid types.UID) (*corev1.Pod, bool) {
@@ -289,15 +292,15 @@ func editSync(outs []ruleagent.Outcome, policy string, selects map[string][]type
 }
 
 // checkPolicies verifies every pod's policy, on the host side of its
-// port, against the plan netpolicy.Compile gives for the labelled policies
-// as last edited (the MultiNetworkPolicy benchmark's are the same
-// policies), and returns the rules and set elements (interval ends included)
+// port, against the plan netpolicy.CompileAll gives for the labelled
+// policies as last edited (the MultiNetworkPolicy benchmark's are the same
+// policies) and the ClusterNetworkPolicies, and returns the rules and set elements (interval ends included)
 // the ports hold in the host's tables.
 func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstest.NS) (rules, elems int) {
 	offer, _ := src.Lookup("bench")
 	for i, pod := range pods {
-		t := netpolicy.Target{Namespace: polNamespace, Labels: src.labels[i], Network: offer.Network}
-		plan, _, err := netpolicy.Compile(src.pols, t, src)
+		t := netpolicy.Target{Namespace: polNamespace, Labels: src.labels[i], NamespaceLabels: benchNamespaceLabels, Network: offer.Network}
+		plan, _, err := netpolicy.CompileAll(netpolicy.Policies{NetworkPolicies: src.pols, Cluster: src.cluster}, t, src)
 		if err != nil {
 			b.Fatalf("compile the policy of pod %d: %v", i, err)
 		}

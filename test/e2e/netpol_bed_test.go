@@ -220,7 +220,8 @@ func (b *polBed) apply(t *testing.T, e *harness.Env, pols []*networkingv1.Networ
 // policies in the bed's world than in before.
 func (b *polBed) selectionChanges(before policyeval.World) bool {
 	for _, p := range b.pods {
-		if !slices.Equal(before.Selecting(p.eval), b.world.Selecting(p.eval)) {
+		if !slices.Equal(before.Selecting(p.eval), b.world.Selecting(p.eval)) ||
+			!slices.Equal(before.SelectingCluster(p.eval), b.world.SelectingCluster(p.eval)) {
 			return true
 		}
 	}

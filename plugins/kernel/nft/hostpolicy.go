@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
-	"github.com/netclass-dev/netclass/conf/qos"
 )
 
 // NetworkPolicy at the switch port: the policy of a pod whose interface is
@@ -30,7 +29,9 @@ import (
 //	                     oifname . ether daddr vmap @ingress;                       # bridged to the pod
 //	                     oifname . ip daddr vmap @routed4; oifname . ip6 daddr vmap @routed6 }  # routed into its bridge
 //	  chain eg/HOSTIF { ct state established,related accept; NDP, DHCP client accept;
-//	                    [meta nfproto F] [F daddr @eg/HOSTIF/aN_F] [meta l4proto P th dport A-B] accept; drop }
+//	                    [jump eg/HOSTIF/admin]    # ClusterNetworkPolicy Admin tier (verdict_policy.go)
+//	                    [meta nfproto F] [F daddr @eg/HOSTIF/aN_F] [meta l4proto P th dport A-B] accept; drop   (isolated)
+//	                    or the Baseline tier's verdicts; accept                                                  (not isolated) }
 //	  chain in/HOSTIF { ct state established,related accept; NDP, DHCP replies accept; ... saddr ...; drop }
 //	}
 //	table bridge netclass_pol {                 # per port, before the inet hooks
@@ -117,13 +118,15 @@ func hostPolicyObjects(hostIf string, p HostPort) (inet, bridge *portObjects) {
 		return inet, bridge
 	}
 	egress, ingress := "eg/"+hostIf, "in/"+hostIf
-	if p.Plan.Egress.Isolated {
+	if p.Plan.Egress.Active() {
 		inetChain(inet, egress, false, p.Plan.Egress)
 		inet.elements["egress"] = []nftables.SetElement{macElement(p.Bridge, p.MAC, egress)}
+	}
+	if p.Plan.Egress.Isolated {
 		bridgeEgress(bridge, egress)
 		bridge.elements["egress"] = []nftables.SetElement{ifElement(hostIf, egress)}
 	}
-	if p.Plan.Ingress.Isolated {
+	if p.Plan.Ingress.Active() {
 		inetChain(inet, ingress, true, p.Plan.Ingress)
 		inet.elements["ingress"] = []nftables.SetElement{macElement(p.Bridge, p.MAC, ingress)}
 		for _, a := range p.Addrs {
@@ -133,6 +136,8 @@ func hostPolicyObjects(hostIf string, p HostPort) (inet, bridge *portObjects) {
 			}
 			inet.elements[m] = append(inet.elements[m], nftables.SetElement{Key: ifnameKey(p.Bridge, a.AsSlice()), VerdictData: gotoVerdict(ingress)})
 		}
+	}
+	if p.Plan.Ingress.Isolated {
 		bridgeIngress(bridge, ingress, p.Plan.Ingress)
 		bridge.elements["ingress"] = []nftables.SetElement{ifElement(hostIf, ingress)}
 	}
@@ -160,8 +165,7 @@ func inetChain(p *portObjects, name string, ingress bool, d netpol.Direction) {
 	}
 	rules := [][]expr.Any{acceptEstablished(), acceptNDP(),
 		concat(matchNFProto(false), matchL4proto(unix.IPPROTO_UDP), matchSport(dhcpSport), matchDport(dhcpDport), []expr.Any{verdict(expr.VerdictAccept)})}
-	rules = append(rules, allowRules(p.rs, name, ingress, d)...)
-	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
+	p.rs.rules[name] = append(rules, directionRules(p.rs, name, ingress, d)...)
 }
 
 // bridgeEgress: an egress-isolated pod sends nothing but IP and ARP.
@@ -199,37 +203,6 @@ func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 		}
 	}
 	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
-}
-
-// allowRules renders a direction's allows: a rule per allow, family and
-// protocol, with the peers in a set per allow and family (named
-// <chain>/a<N>_v4|_v6) and the ports in a set per allow and protocol
-// (<chain>/a<N>_p<proto>), so the rules do not grow with the peers or the
-// ports a policy lists.
-func allowRules(rs *ruleset, chain string, ingress bool, d netpol.Direction) [][]expr.Any {
-	var rules [][]expr.Any
-	for i, a := range d.Allow {
-		name := fmt.Sprintf("%s/a%d", chain, i)
-		ports := portSets(rs, name, a.Ports)
-		v4ok, v6ok := a.Families()
-		for _, fam := range []struct {
-			v6, ok bool
-			ranges []qos.Range
-		}{{false, v4ok, a.V4}, {true, v6ok, a.V6}} {
-			if !fam.ok {
-				continue
-			}
-			head := matchNFProto(fam.v6)
-			if fam.ranges != nil {
-				s := addrSet(rs, name, fam.v6, fam.ranges)
-				head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))
-			}
-			for _, p := range ports {
-				rules = append(rules, concat(head, p, []expr.Any{verdict(expr.VerdictAccept)}))
-			}
-		}
-	}
-	return rules
 }
 
 // portSets returns the port matches of an allow: one per protocol, its

@@ -19,13 +19,15 @@ import (
 // "pol_net1" must not remove net1's policy):
 //
 //	table inet netclass-pol_IF {
-//	  chain input  { type filter hook input priority filter; iifname IF jump ingress }   (isolated only)
-//	  chain output { type filter hook output priority filter; oifname IF jump egress }   (isolated only)
+//	  chain input  { type filter hook input priority filter; iifname IF jump ingress }   (isolated or verdicts only)
+//	  chain output { type filter hook output priority filter; oifname IF jump egress }   (isolated or verdicts only)
 //	  chain ingress {
 //	    ct state established,related accept          # replies of allowed connections
 //	    meta protocol ip6 icmpv6 type 133-137 accept  # neighbour discovery (ARP is not inet: untouched)
-//	    meta nfproto F [F saddr @ingress/aN_F] [meta l4proto P th dport @ingress/aN_pP] accept   (per allow, family, protocol)
-//	    drop
+//	    jump ingress/admin                            # ClusterNetworkPolicy Admin tier, when it has verdicts (verdict_policy.go)
+//	    meta nfproto F [F saddr @ingress/aN_F] [meta l4proto P th dport @ingress/aN_pP] accept   (isolated: per allow, family, protocol)
+//	    drop                                          (isolated)
+//	    ... saddr @ingress/bN_F ... accept|drop; accept   (not isolated: the Baseline tier's verdicts)
 //	  }
 //	  chain egress { ... daddr ... }
 //	}
@@ -54,13 +56,12 @@ func policyRuleset(ifname string, plan *netpol.Plan) *ruleset {
 }
 
 func renderDirection(rs *ruleset, base *nftables.Chain, name, ifname string, input bool, d netpol.Direction) {
-	if !d.Isolated {
+	if !d.Active() {
 		return
 	}
 	rs.chains = append(rs.chains, &nftables.Chain{Name: name, Table: rs.table})
 	rs.rules[base.Name] = [][]expr.Any{concat(matchIfname(ifname, input), []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: name}})}
-	rules := append([][]expr.Any{acceptEstablished(), acceptNDP()}, allowRules(rs, name, input, d)...)
-	rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
+	rs.rules[name] = append([][]expr.Any{acceptEstablished(), acceptNDP()}, directionRules(rs, name, input, d)...)
 }
 
 // SyncPolicy brings the interface's policy table in the pod's namespace (c)

@@ -85,6 +85,12 @@ func AgentHasMulti(ifname string, policies map[string][]string) func([]AgentAtta
 	return agentHas(ifname, policies, "MultiNetworkPolicies", func(a AgentAttachment) []string { return a.MultiNetworkPolicies })
 }
 
+// AgentHasCluster is AgentHas for the attachments' ClusterNetworkPolicies
+// (in precedence order).
+func AgentHasCluster(ifname string, policies map[string][]string) func([]AgentAttachment) (bool, string) {
+	return agentHas(ifname, policies, "ClusterNetworkPolicies", func(a AgentAttachment) []string { return a.ClusterNetworkPolicies })
+}
+
 func agentHas(ifname string, policies map[string][]string, kind string, of func(AgentAttachment) []string) func([]AgentAttachment) (bool, string) {
 	return func(atts []AgentAttachment) (bool, string) {
 		var wrong []string

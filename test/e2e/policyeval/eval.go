@@ -4,11 +4,13 @@
 // apart from shim/netpolicy (and shares none of its code) so that the two
 // can disagree: the e2e test probes the kernel and compares with it.
 //
-// It follows the API's documentation: a policy labelled for netclass
+// It follows the APIs' documentation: a policy labelled for netclass
 // selects pods of its namespace (and, with the scoping annotation, only on
 // the networks it names); a pod selected in a direction allows only what
 // one of those policies' rules allows in it; a connection passes when the
-// client's egress and the server's ingress both allow it.
+// client's egress and the server's ingress both allow it. The
+// ClusterNetworkPolicies labelled for netclass come around them
+// (cluster.go).
 package policyeval
 
 import (
@@ -20,6 +22,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	"github.com/netclass-dev/netclass/api/contract"
 )
@@ -35,6 +39,8 @@ type Pod struct {
 // World is what the verdicts depend on.
 type World struct {
 	Policies []*networkingv1.NetworkPolicy
+	// Cluster are the ClusterNetworkPolicies (cluster.go).
+	Cluster []*cnpv1beta1.ClusterNetworkPolicy
 	// Namespaces are the namespaces' labels.
 	Namespaces map[string]map[string]string
 	// Network is how the scoping annotation names the network: "name" for
@@ -74,9 +80,25 @@ func (w World) Selecting(pod Pod) []string {
 
 // direction decides for the subject pod: its ingress from peer, or its
 // egress to peer. For ingress the subject is the server, for egress the
-// peer is.
+// peer is. The Admin tier decides first, unless it passes; then the
+// namespaced policies, when one isolates the subject; then the Baseline
+// tier; what nothing decided passes.
 func (w World) direction(subject, peer Pod, proto corev1.Protocol, port int32, ingress bool) bool {
-	isolated := false
+	if verdict, decided := w.tier(cnpv1beta1.AdminTier, subject, peer, proto, port, ingress); decided {
+		return verdict
+	}
+	if isolated, allowed := w.namespaced(subject, peer, proto, port, ingress); isolated {
+		return allowed
+	}
+	if verdict, decided := w.tier(cnpv1beta1.BaselineTier, subject, peer, proto, port, ingress); decided {
+		return verdict
+	}
+	return true
+}
+
+// namespaced is the NetworkPolicies' say: whether one isolates the
+// subject in the direction, and whether one of those allows the peer.
+func (w World) namespaced(subject, peer Pod, proto corev1.Protocol, port int32, ingress bool) (isolated, allowed bool) {
 	for _, p := range w.Policies {
 		if !w.applies(p, subject, ingress) {
 			continue
@@ -88,11 +110,11 @@ func (w World) direction(subject, peer Pod, proto corev1.Protocol, port int32, i
 		}
 		for _, r := range rules(p, ingress) {
 			if w.peerMatches(p, r.peers, peer) && portMatches(r.ports, server, proto, port) {
-				return true
+				return true, true
 			}
 		}
 	}
-	return !isolated
+	return isolated, false
 }
 
 // applies reports whether the policy isolates the pod in the direction.
