@@ -235,32 +235,47 @@ func BenchmarkDRAStart50Pods(b *testing.B) {
 	for i := range b.N {
 		ns := testbed.Namespace(b, e.Kube)
 		e.ClaimTemplate(b, ns, "net", class, "", pn, nil)
-		offsets := map[string]int64{}
-		perNode := map[string]int{}
+		run := startAll(b, e, ns, "net")
 		for _, n := range e.Nodes {
-			offsets[n.Name] = logSize(b, e.DRAOn(n.Name))
-		}
-		start := time.Now()
-		err := parallel(startPods, 10, func(j int) error {
-			node := e.Nodes[j%len(e.Nodes)].Name
-			_, err := e.Kube.CoreV1().Pods(ns).Create(context.Background(), harness.PodOn(node, ns, fmt.Sprintf("p%02d", j), "net"), metav1.CreateOptions{})
-			return err
-		})
-		if err != nil {
-			b.Fatalf("create pods: %v", err)
-		}
-		for j := range startPods {
-			perNode[e.Nodes[j%len(e.Nodes)].Name]++
-		}
-		waitAllRunning(b, e, ns)
-		wall := time.Since(start)
-		for _, n := range e.Nodes {
-			report(b, n.Name, nodeTimings(b, e.DRAOn(n.Name), offsets[n.Name], ns, perNode[n.Name]), perNode[n.Name], wall)
+			report(b, n.Name, nodeTimings(b, e.DRAOn(n.Name), run.offsets[n.Name], ns, run.perNode[n.Name]), run.perNode[n.Name], run.wall)
 		}
 		if i < b.N-1 {
 			b.Logf("round %d done", i)
 		}
 	}
+}
+
+// startRun is one start of startPods pods: where each node's daemon log
+// was before it, how many pods each node got, and how long until all ran.
+type startRun struct {
+	offsets map[string]int64
+	perNode map[string]int
+	wall    time.Duration
+}
+
+// startAll creates startPods pods in ns at once (10 at a time), spread
+// evenly over the nodes, with the named claim templates, and waits until
+// all run.
+func startAll(b *testing.B, e *harness.Env, ns string, claims ...string) startRun {
+	run := startRun{offsets: map[string]int64{}, perNode: map[string]int{}}
+	for _, n := range e.Nodes {
+		run.offsets[n.Name] = logSize(b, e.DRAOn(n.Name))
+	}
+	start := time.Now()
+	err := parallel(startPods, 10, func(j int) error {
+		node := e.Nodes[j%len(e.Nodes)].Name
+		_, err := e.Kube.CoreV1().Pods(ns).Create(context.Background(), harness.PodOn(node, ns, fmt.Sprintf("p%02d", j), claims...), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		b.Fatalf("create pods: %v", err)
+	}
+	for j := range startPods {
+		run.perNode[e.Nodes[j%len(e.Nodes)].Name]++
+	}
+	waitAllRunning(b, e, ns)
+	run.wall = time.Since(start)
+	return run
 }
 
 // timing is what a node's netclass-dra logged of one pod.
@@ -284,7 +299,18 @@ func logSize(b *testing.B, d *harness.DRA) int64 {
 // after offset, and returns their timings.
 func nodeTimings(b *testing.B, d *harness.DRA, offset int64, ns string, want int) []timing {
 	var got []timing
-	testbed.Poll(b, testbed.Context(b, time.Minute), 200*time.Millisecond, fmt.Sprintf("%d timings in %s's log", want, d.Node),
+	for _, m := range logLines(b, d, offset, timingLine, ns, want, "timings") {
+		got = append(got, timing{add: msDuration(m[2]), total: msDuration(m[3]), status: msDuration(m[4]),
+			failed: strings.TrimSpace(m[5]) != "null"}) // klog writes a nil error as null
+	}
+	return got
+}
+
+// logLines waits until a node's daemon logged, after offset, want lines
+// that re matches whose first group is ns, and returns their groups.
+func logLines(b *testing.B, d *harness.DRA, offset int64, re *regexp.Regexp, ns string, want int, what string) [][]string {
+	var got [][]string
+	testbed.Poll(b, testbed.Context(b, time.Minute), 200*time.Millisecond, fmt.Sprintf("%d %s in %s's log", want, what, d.Node),
 		func(context.Context) (bool, string, error) {
 			raw, err := os.ReadFile(d.LogPath)
 			if err != nil {
@@ -292,12 +318,9 @@ func nodeTimings(b *testing.B, d *harness.DRA, offset int64, ns string, want int
 			}
 			got = nil
 			for _, line := range strings.Split(string(raw[min(offset, int64(len(raw))):]), "\n") {
-				m := timingLine.FindStringSubmatch(line)
-				if m == nil || m[1] != ns {
-					continue
+				if m := re.FindStringSubmatch(line); m != nil && m[1] == ns {
+					got = append(got, m)
 				}
-				got = append(got, timing{add: msDuration(m[2]), total: msDuration(m[3]), status: msDuration(m[4]),
-					failed: strings.TrimSpace(m[5]) != "null"}) // klog writes a nil error as null
 			}
 			return len(got) >= want, fmt.Sprintf("%d", len(got)), nil
 		})

@@ -5,9 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,31 +45,14 @@ func BenchmarkDRAStartPrimary50Pods(b *testing.B) {
 }
 
 func startPrimaryPods(b *testing.B, e *harness.Env, ns string, selected bool) {
-	offsets, perNode := map[string]int64{}, map[string]int{}
+	run := startAll(b, e, ns)
 	for _, n := range e.Nodes {
-		offsets[n.Name] = logSize(b, e.DRAOn(n.Name))
-	}
-	start := time.Now()
-	err := parallel(startPods, 10, func(j int) error {
-		node := e.Nodes[j%len(e.Nodes)].Name
-		_, err := e.Kube.CoreV1().Pods(ns).Create(context.Background(), harness.PodOn(node, ns, fmt.Sprintf("p%02d", j)), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		b.Fatalf("create pods: %v", err)
-	}
-	for j := range startPods {
-		perNode[e.Nodes[j%len(e.Nodes)].Name]++
-	}
-	waitAllRunning(b, e, ns)
-	wall := time.Since(start)
-	for _, n := range e.Nodes {
-		got := primaryTimings(b, e.DRAOn(n.Name), offsets[n.Name], ns, perNode[n.Name], selected)
+		got := primaryTimings(b, e.DRAOn(n.Name), run.offsets[n.Name], ns, run.perNode[n.Name], selected)
 		p50, p99 := percentile(got, 50), percentile(got, 99)
 		b.Logf("node %s, NetworkQoS selecting the pods %v: netclass's part of RunPodSandbox p50 %v p99 %v max %v; all running after %v",
-			n.Name, selected, p50, p99, percentile(got, 100), wall)
+			n.Name, selected, p50, p99, percentile(got, 100), run.wall)
 		b.ReportMetric(ms(p99), fmt.Sprintf("ms-p99-selected-%v-%s", selected, n.Name))
-		b.ReportMetric(wall.Seconds(), fmt.Sprintf("s-all-running-selected-%v", selected))
+		b.ReportMetric(run.wall.Seconds(), fmt.Sprintf("s-all-running-selected-%v", selected))
 		if p99 > 200*time.Millisecond {
 			b.Errorf("node %s: p99 %v, want < 200 ms", n.Name, p99)
 		}
@@ -83,24 +64,11 @@ func startPrimaryPods(b *testing.B, e *harness.Env, ns string, selected bool) {
 // how long each took.
 func primaryTimings(b *testing.B, d *harness.DRA, offset int64, ns string, want int, selected bool) []time.Duration {
 	var got []time.Duration
-	testbed.Poll(b, testbed.Context(b, time.Minute), 200*time.Millisecond, fmt.Sprintf("%d sandboxes in %s's log", want, d.Node),
-		func(context.Context) (bool, string, error) {
-			raw, err := os.ReadFile(d.LogPath)
-			if err != nil {
-				return false, "", err
-			}
-			got = nil
-			for _, line := range strings.Split(string(raw[min(offset, int64(len(raw))):]), "\n") {
-				m := primaryLine.FindStringSubmatch(line)
-				if m == nil || m[1] != ns {
-					continue
-				}
-				if (m[2] == "true") != selected {
-					return false, "", fmt.Errorf("pod of %s logged guarded=%s", ns, m[2])
-				}
-				got = append(got, msDuration(m[3]))
-			}
-			return len(got) >= want, fmt.Sprintf("%d", len(got)), nil
-		})
+	for _, m := range logLines(b, d, offset, primaryLine, ns, want, "sandboxes") {
+		if (m[2] == "true") != selected {
+			b.Fatalf("a pod of %s logged guarded=%s, want %v", ns, m[2], selected)
+		}
+		got = append(got, msDuration(m[3]))
+	}
 	return got
 }

@@ -114,6 +114,12 @@ func BenchmarkQoSEdit100Attachments(b *testing.B) {
 		src.peers = append(src.peers, benchAddr(i))
 	}
 	agent := ruleagent.New(src, src, src, src, src, inNamespace(host, qosport.SyncInterfaces))
+	benchDSCPEdits(b, agent, src, fmt.Sprintf("a NetworkQoS edit over %d attachments", qosAttachments))
+}
+
+// benchDSCPEdits runs the agent, then edits the NetworkQoS's DSCP b.N
+// times, each edit to reach every attachment, and reports the times.
+func benchDSCPEdits(b *testing.B, agent *ruleagent.Agent, src *benchSources, what string) {
 	live, first := runAgent(b, agent) // the rules the pods start with
 	if err := allChanged(first); err != nil {
 		b.Fatal(err)
@@ -129,7 +135,7 @@ func BenchmarkQoSEdit100Attachments(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	times.report(b, fmt.Sprintf("a NetworkQoS edit over %d attachments", qosAttachments))
+	times.report(b, what)
 }
 
 // inNamespace runs the agent's kernel side in the host namespace (where

@@ -39,20 +39,5 @@ func BenchmarkQoSEditPrimary100Pods(b *testing.B) {
 			return h, err
 		},
 		func(hostIf string) error { return host.Run(func() error { return qosport.RemovePortRules(hostIf) }) })
-	live, first := runAgent(b, agent)
-	if err := allChanged(first); err != nil {
-		b.Fatal(err)
-	}
-	var times editTimes
-	b.ResetTimer()
-	for i := range b.N {
-		before := cpuTime(b)
-		effect, s := live.edit(b, func() { src.dscp = int32(20 + i%30) })
-		times.add(effect, s.took, cpuTime(b)-before)
-		if err := allChanged(s.outs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	times.report(b, fmt.Sprintf("a NetworkQoS edit over %d pods' eth0", qosAttachments))
+	benchDSCPEdits(b, agent, src, fmt.Sprintf("a NetworkQoS edit over %d pods' eth0", qosAttachments))
 }

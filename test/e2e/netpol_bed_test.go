@@ -242,15 +242,24 @@ func (b *polBed) waitAgents(t *testing.T, e *harness.Env, what string) {
 func (b *polBed) waitAgentsShow(t *testing.T, e *harness.Env, what string,
 	has func(string, map[string][]string) func([]harness.AgentAttachment) (bool, string)) {
 	t.Helper()
+	b.waitAgentsList(t, e, what+": the policies applied to each pod", b.world.Selecting, has)
+}
+
+// waitAgentsList waits until each node's agent lists, for each of the
+// bed's pods there, the policies selecting says select it in the bed's
+// world (has checks one kind of policy's list).
+func (b *polBed) waitAgentsList(t *testing.T, e *harness.Env, what string, selecting func(policyeval.Pod) []string,
+	has func(string, map[string][]string) func([]harness.AgentAttachment) (bool, string)) {
+	t.Helper()
 	byNode := map[string]map[string][]string{}
 	for _, p := range b.pods {
 		if byNode[p.node.Name] == nil {
 			byNode[p.node.Name] = map[string][]string{}
 		}
-		byNode[p.node.Name][p.String()] = b.world.Selecting(p.eval)
+		byNode[p.node.Name][p.String()] = selecting(p.eval)
 	}
 	for node, want := range byNode {
-		e.DRAOn(node).WaitAgent(t, what+": the policies applied to each pod", has("net1", want))
+		e.DRAOn(node).WaitAgent(t, what, has("net1", want))
 	}
 }
 

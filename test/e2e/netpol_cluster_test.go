@@ -244,16 +244,7 @@ func (c *cnpBed) write(t *testing.T, ps []*cnpv1beta1.ClusterNetworkPolicy) {
 // bed's world.
 func (b *polBed) waitAgentsShowCluster(t *testing.T, e *harness.Env, what string) {
 	t.Helper()
-	byNode := map[string]map[string][]string{}
-	for _, p := range b.pods {
-		if byNode[p.node.Name] == nil {
-			byNode[p.node.Name] = map[string][]string{}
-		}
-		byNode[p.node.Name][p.String()] = b.world.SelectingCluster(p.eval)
-	}
-	for node, want := range byNode {
-		e.DRAOn(node).WaitAgent(t, what+": the ClusterNetworkPolicies applied to each pod", harness.AgentHasCluster("net1", want))
-	}
+	b.waitAgentsList(t, e, what+": the ClusterNetworkPolicies applied to each pod", b.world.SelectingCluster, harness.AgentHasCluster)
 }
 
 // notEnforced: a Deny over netclass's bounds (125 networks in one rule,

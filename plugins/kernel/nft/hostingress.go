@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 
 	"github.com/netclass-dev/netclass/conf/qos"
 )
@@ -33,15 +32,7 @@ func hostIngressTable(hostIf string) *nftables.Table {
 //	  chain rN { ... }
 //	}
 func hostIngressRuleset(hostIf string, plan *qos.Plan) *ruleset {
-	t := hostIngressTable(hostIf)
-	base := &nftables.Chain{
-		Name: hostIngressChain, Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookIngress, Priority: nftables.ChainPriorityFilter,
-		Device: hostIf, Policy: policyAccept(),
-	}
-	rs := &ruleset{table: t, chains: []*nftables.Chain{base}, rules: map[string][][]expr.Any{}}
-	renderPlan(rs, base, "", plan)
-	return rs
+	return netdevRuleset(hostIngressTable(hostIf), hostIngressChain, nftables.ChainHookIngress, hostIf, plan)
 }
 
 // SyncHostIngressQoS brings the host end's table to the plan in place (a

@@ -39,11 +39,16 @@ func legacyPodTable(ifname string) *nftables.Table {
 //	  chain rN { ... }
 //	}
 func podRuleset(ifname string, plan *qos.Plan) *ruleset {
-	t := podTable(ifname)
+	return netdevRuleset(podTable(ifname), podChain, nftables.ChainHookEgress, ifname, plan)
+}
+
+// netdevRuleset renders a plan's rules into table t: a base chain of the
+// device's hook (priority filter, policy accept) and its rN chains.
+func netdevRuleset(t *nftables.Table, chain string, hook *nftables.ChainHook, device string, plan *qos.Plan) *ruleset {
 	base := &nftables.Chain{
-		Name: podChain, Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookEgress, Priority: nftables.ChainPriorityFilter,
-		Device: ifname, Policy: policyAccept(),
+		Name: chain, Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: hook, Priority: nftables.ChainPriorityFilter,
+		Device: device, Policy: policyAccept(),
 	}
 	rs := &ruleset{table: t, chains: []*nftables.Chain{base}, rules: map[string][][]expr.Any{}}
 	renderPlan(rs, base, "", plan)
