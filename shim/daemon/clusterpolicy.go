@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 	cnpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
@@ -25,16 +24,17 @@ const clusterResource = "clusternetworkpolicies"
 // clusterInformer caches the ClusterNetworkPolicies labelled for netclass
 // (the others are never seen) when the API server serves them (their CRD
 // is installed: conf/crd/thirdparty). When it does not, there are none to
-// enforce: the daemon says so and does not watch them (a CRD installed
-// later is read from the daemon's next start).
+// enforce: the daemon says so, does not watch them, and restarts when they
+// are served (watchLaterKinds).
 func (d *Daemon) clusterInformer(ctx context.Context) error {
 	served, err := serves(d.kube.Discovery(), cnpv1beta1.GroupVersion.String(), clusterResource)
 	if err != nil {
 		return err
 	}
 	if !served {
-		klog.FromContext(ctx).Info("ClusterNetworkPolicy is not served by the API server: none enforced until a restart finds it",
+		klog.FromContext(ctx).Info("ClusterNetworkPolicy is not served by the API server: none to enforce; the daemon restarts when it is",
 			"groupVersion", cnpv1beta1.GroupVersion.String())
+		d.later = append(d.later, laterKind{"ClusterNetworkPolicy", cnpv1beta1.GroupVersion.String(), clusterResource})
 		return nil
 	}
 	client, err := cnpclient.NewForConfig(d.cfg.RestConfig)
@@ -51,7 +51,7 @@ func (d *Daemon) clusterInformer(ctx context.Context) error {
 
 // serves reports whether the API server serves the resource of the group
 // version.
-func serves(dc discovery.DiscoveryInterface, gv, resource string) (bool, error) {
+func serves(dc resourceLister, gv, resource string) (bool, error) {
 	list, err := dc.ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
 		return false, nil

@@ -98,6 +98,8 @@ type Daemon struct {
 	// clusterFac caches the ClusterNetworkPolicies labelled for netclass
 	// (nil: not served).
 	clusterFac cnpinformers.SharedInformerFactory
+	// later are the policy kinds not served at start (watchLaterKinds).
+	later []laterKind
 	peers      peers.Listers
 	nodes      coreinformers.NodeInformer
 	publisher  *publish.Publisher

@@ -21,16 +21,17 @@ const multiResource = "multi-networkpolicies"
 
 // multiInformer caches the MultiNetworkPolicies when the API server serves
 // them (their CRD is installed: conf/crd/thirdparty). When it does not,
-// there are none to enforce: the daemon says so and does not watch them (a
-// CRD installed later is read from the daemon's next start).
+// there are none to enforce: the daemon says so, does not watch them, and
+// restarts when they are served (watchLaterKinds).
 func (d *Daemon) multiInformer(ctx context.Context) error {
 	served, err := serves(d.kube.Discovery(), mnpv1beta1.SchemeGroupVersion.String(), multiResource)
 	if err != nil {
 		return err
 	}
 	if !served {
-		klog.FromContext(ctx).Info("MultiNetworkPolicy is not served by the API server: none enforced until a restart finds it",
+		klog.FromContext(ctx).Info("MultiNetworkPolicy is not served by the API server: none to enforce; the daemon restarts when it is",
 			"groupVersion", mnpv1beta1.SchemeGroupVersion.String())
+		d.later = append(d.later, laterKind{"MultiNetworkPolicy", mnpv1beta1.SchemeGroupVersion.String(), multiResource})
 		return nil
 	}
 	client, err := mnpclient.NewForConfig(d.cfg.RestConfig)

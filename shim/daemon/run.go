@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -13,9 +14,13 @@ import (
 	"github.com/netclass-dev/netclass/shim/nri"
 )
 
-// Run serves until ctx ends.
+// Run serves until ctx ends, or until a policy kind it started without
+// is served (an error wrapping ErrRestartForKind: the daemon is to be
+// started again).
 func (d *Daemon) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	stopServing, err := d.serveHTTP(ctx)
 	if err != nil {
 		return err
@@ -38,8 +43,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer helper.Stop()
 	logger.Info("netclass-dra started", "node", d.cfg.NodeName, "kubeletDir", d.cfg.KubeletDir, "nriSocket", d.cfg.NRISocket,
 		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
-	d.runLoops(ctx, helper)
+	d.runLoops(ctx, helper, cancel)
 	d.runtime.Wait()
+	if err := context.Cause(ctx); errors.Is(err, ErrRestartForKind) {
+		logger.Info("netclass-dra stopped to restart", "reason", err.Error())
+		return err
+	}
 	logger.Info("netclass-dra stopped")
 	return nil
 }
@@ -57,8 +66,9 @@ func (d *Daemon) serveHTTP(ctx context.Context) (stop func(), err error) {
 }
 
 // runLoops runs the daemon's loops until ctx ends and all of them returned.
-func (d *Daemon) runLoops(ctx context.Context, helper *kubeletplugin.Helper) {
+func (d *Daemon) runLoops(ctx context.Context, helper *kubeletplugin.Helper, cancel context.CancelCauseFunc) {
 	loops := []func(){
+		func() { d.watchLaterKinds(ctx, cancel) },
 		func() { d.publisher.Run(ctx, d.metrics.Sink(helper)) },
 		func() { nri.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) },
 		func() { d.reportNodeNetworks(ctx) },

@@ -1,0 +1,72 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// servedAfter serves the ClusterNetworkPolicy from its calls'th question
+// on; before, its group is not found, or discovery fails.
+type servedAfter struct {
+	calls   int32
+	asked   atomic.Int32
+	failing bool
+}
+
+func (s *servedAfter) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	n := s.asked.Add(1)
+	switch {
+	case n >= s.calls && gv == "policy.networking.k8s.io/v1beta1":
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: clusterResource}}}, nil
+	case s.failing:
+		return nil, errors.New("the server is currently unable to handle the request")
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{}, gv)
+}
+
+var laterKinds = []laterKind{
+	{"MultiNetworkPolicy", "k8s.cni.cncf.io/v1beta1", multiResource},
+	{"ClusterNetworkPolicy", "policy.networking.k8s.io/v1beta1", clusterResource},
+}
+
+// A kind served after a while, through failing discovery too, is found.
+func TestAwaitServedFindsTheKindServedLater(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		dc := &servedAfter{calls: 5, failing: failing}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond)
+		cancel()
+		if err != nil || k.kind != "ClusterNetworkPolicy" {
+			t.Fatalf("failing discovery %v: %+v, %v; want ClusterNetworkPolicy", failing, k, err)
+		}
+		if got := dc.asked.Load(); got < dc.calls {
+			t.Errorf("failing discovery %v: found after %d questions, before it was served", failing, got)
+		}
+	}
+}
+
+// Nothing served: the watch ends with its context, finding nothing.
+func TestAwaitServedEndsWithItsContext(t *testing.T) {
+	dc := &servedAfter{calls: 1 << 30}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := awaitServed(ctx, dc, laterKinds, time.Millisecond)
+		done <- err
+	}()
+	for dc.asked.Load() < 10 { // it keeps asking
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("awaitServed after its context ended: %v, want context.Canceled", err)
+	}
+}
