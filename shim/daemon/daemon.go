@@ -99,11 +99,11 @@ type Daemon struct {
 	// (nil: not served).
 	clusterFac cnpinformers.SharedInformerFactory
 	// later are the policy kinds not served at start (watchLaterKinds).
-	later []laterKind
-	peers      peers.Listers
-	nodes      coreinformers.NodeInformer
-	publisher  *publish.Publisher
-	devices    *deviceLoop
+	later     []laterKind
+	peers     peers.Listers
+	nodes     coreinformers.NodeInformer
+	publisher *publish.Publisher
+	devices   *deviceLoop
 	// nodeNetsChanged asks for the NodeNetwork statuses to be written again.
 	nodeNetsChanged chan struct{}
 	store           *checkpoint.Store
