@@ -35,17 +35,7 @@ import (
 func TestClusterNetworkPolicyTruthTable(t *testing.T) {
 	e := harness.Shared(t)
 	b := newPolBed(t, e)
-	run := harness.Unique(6)
-	for ns, team := range map[string]string{b.nsA: "a", b.nsB: "b"} {
-		labelNamespace(t, e, ns, map[string]string{"e2e-cnp": run})
-		b.world.Namespaces[ns] = map[string]string{"team": team, "e2e-cnp": run}
-	}
-	client, err := cnpclient.NewForConfig(e.Rest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cnpBed{polBed: b, client: client, run: run, written: map[string]bool{}}
-	t.Cleanup(func() { c.write(t, nil) })
+	c := newCNPBed(t, e, b)
 	scenarios := c.scenarios()
 	var rows []polScenario
 	byName := map[string]cnpScenario{}
@@ -81,6 +71,24 @@ type cnpBed struct {
 	client  cnpclient.Interface
 	run     string
 	written map[string]bool
+}
+
+// newCNPBed labels the bed's namespaces for this run (the policies'
+// subjects and peers select them by it) and deletes the run's policies at
+// the end.
+func newCNPBed(t *testing.T, e *harness.Env, b *polBed) *cnpBed {
+	run := harness.Unique(6)
+	for ns, team := range map[string]string{b.nsA: "a", b.nsB: "b"} {
+		labelNamespace(t, e, ns, map[string]string{"e2e-cnp": run})
+		b.world.Namespaces[ns] = map[string]string{"team": team, "e2e-cnp": run}
+	}
+	client, err := cnpclient.NewForConfig(e.Rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cnpBed{polBed: b, client: client, run: run, written: map[string]bool{}}
+	t.Cleanup(func() { c.write(t, nil) })
+	return c
 }
 
 // ns selects the bed's namespaces with the labels (and the run's).

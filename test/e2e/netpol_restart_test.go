@@ -14,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	cnpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
@@ -41,11 +42,8 @@ func TestNetworkPolicySurvivesSIGKILL(t *testing.T) {
 // the kind under test; b.world their oracle's view).
 func survivesSIGKILL(t *testing.T, e *harness.Env, b *polBed, write func([]*networkingv1.NetworkPolicy)) {
 	t.Helper()
-	d := e.DRAOn(e.Node)
-	restartAtEnd(t, d)
-	web := b.pods[0] // namespace A's server, on node 1
 	onWeb := map[string]string{"app": "web"}
-	step := func(i int) {
+	killDuringEdits(t, e, b, func(i int) {
 		t.Helper()
 		open := []int32{80, 8080}[i%2] // never 9005
 		ps := pols(np(b.nsA, "web", onWeb, fromOn(peer(nil, sel("app", "client")), port(corev1.ProtocolTCP, intstr.FromInt32(open), nil))))
@@ -53,7 +51,17 @@ func survivesSIGKILL(t *testing.T, e *harness.Env, b *polBed, write func([]*netw
 			ps = append(ps, np(b.nsA, "web-b", onWeb, fromOn(peer(sel("team", "b"), nil), port(corev1.ProtocolUDP, intstr.FromInt32(53), nil))))
 		}
 		write(ps)
-	}
+	})
+}
+
+// killDuringEdits SIGKILLs node 1's netclass-dra amid the edits step(i)
+// makes (each isolating namespace A's web server on node 1, TCP 9005 never
+// open to its clients), restarts it, and checks what the test says.
+func killDuringEdits(t *testing.T, e *harness.Env, b *polBed, step func(int)) {
+	t.Helper()
+	d := e.DRAOn(e.Node)
+	restartAtEnd(t, d)
+	web := b.pods[0] // namespace A's server, on node 1
 	step(0)
 	closed := []polProbe{{src: b.pods[1], dst: web, proto: corev1.ProtocolTCP, port: 9005}, {src: b.pods[2], dst: web, proto: corev1.ProtocolTCP, port: 9005}}
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 100*time.Millisecond, "the web server isolated", func(context.Context) (bool, string, error) {
@@ -116,8 +124,8 @@ func watchClosed(t *testing.T, probes []polProbe) (stop func() int) {
 }
 
 // policiesMatchObjects compares the policy table of every attachment of the
-// bed's namespaces on node 1 with the plan the API objects (NetworkPolicies
-// and MultiNetworkPolicies) give it now.
+// bed's namespaces on node 1 with the plan the API objects (NetworkPolicies,
+// MultiNetworkPolicies and ClusterNetworkPolicies) give it now.
 func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error {
 	resolver := apiResolver(ctx, e)
 	multi, err := mnpclient.NewForConfig(e.Rest)
@@ -133,8 +141,12 @@ func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error 
 		for _, ct := range pod.Spec.Containers {
 			ports = append(ports, ct.Ports...)
 		}
-		plan, _, err := netpolicy.CompileAll(in, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, Ports: ports,
-			Network: network.Network{Ref: dev.Network}}, resolver)
+		ns, err := e.Kube.CoreV1().Namespaces().Get(ctx, pod.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		plan, _, err := netpolicy.CompileAll(in, netpolicy.Target{Namespace: pod.Namespace, Labels: pod.Labels, NamespaceLabels: ns.Labels,
+			Ports: ports, Network: network.Network{Ref: dev.Network}}, resolver)
 		if err != nil {
 			return err
 		}
@@ -142,7 +154,8 @@ func policiesMatchObjects(ctx context.Context, e *harness.Env, b *polBed) error 
 	})
 }
 
-// policiesOf lists a namespace's NetworkPolicies and MultiNetworkPolicies.
+// policiesOf lists a namespace's NetworkPolicies and MultiNetworkPolicies,
+// and the ClusterNetworkPolicies.
 func policiesOf(ctx context.Context, e *harness.Env, multi mnpclient.Interface, ns string) (netpolicy.Policies, error) {
 	var in netpolicy.Policies
 	list, err := e.Kube.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
@@ -158,6 +171,17 @@ func policiesOf(ctx context.Context, e *harness.Env, multi mnpclient.Interface, 
 	}
 	for i := range mlist.Items {
 		in.Multi = append(in.Multi, &mlist.Items[i])
+	}
+	cluster, err := cnpclient.NewForConfig(e.Rest)
+	if err != nil {
+		return in, err
+	}
+	clist, err := cluster.PolicyV1beta1().ClusterNetworkPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return in, err
+	}
+	for i := range clist.Items {
+		in.Cluster = append(in.Cluster, &clist.Items[i])
 	}
 	return in, nil
 }
