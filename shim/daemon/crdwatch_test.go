@@ -3,7 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
-	"runtime"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,10 +19,15 @@ type servedAfter struct {
 	calls   int32
 	asked   atomic.Int32
 	failing bool
+	// tenth, when set, is closed at the tenth question.
+	tenth chan struct{}
 }
 
 func (s *servedAfter) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
 	n := s.asked.Add(1)
+	if n == 10 && s.tenth != nil {
+		close(s.tenth)
+	}
 	switch {
 	case n >= s.calls && gv == "policy.networking.k8s.io/v1beta1":
 		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: clusterResource}}}, nil
@@ -55,15 +60,21 @@ func TestAwaitServedFindsTheKindServedLater(t *testing.T) {
 
 // Nothing served: the watch ends with its context, finding nothing.
 func TestAwaitServedEndsWithItsContext(t *testing.T) {
-	dc := &servedAfter{calls: 1 << 30}
+	dc := &servedAfter{calls: 1 << 30, tenth: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() {
-		_, err := awaitServed(ctx, dc, laterKinds, time.Millisecond)
+		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond)
+		if err == nil {
+			err = fmt.Errorf("found %s", k.kind)
+		}
 		done <- err
 	}()
-	for dc.asked.Load() < 10 { // it keeps asking
-		runtime.Gosched()
+	select { // it keeps asking
+	case <-dc.tenth:
+	case err := <-done:
+		cancel()
+		t.Fatalf("awaitServed returned after %d questions, nothing served: %v", dc.asked.Load(), err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
