@@ -51,8 +51,12 @@ func (p Port) Check(prev *current.Result) error {
 	if err != nil {
 		return err
 	}
+	linked, err := link.LinksTo(host, p.NetNS)
+	if err != nil {
+		return err
+	}
 	switch {
-	case host.Attrs().Index != peerIndex:
+	case host.Attrs().Index != peerIndex || !linked: // an index is its namespace's: both must hold
 		return fmt.Errorf("%q is not the peer of %q", p.HostName(), p.IfName)
 	case host.Attrs().MasterIndex != p.BridgeIndex:
 		return fmt.Errorf("%q is no longer a port of its bridge", p.HostName())

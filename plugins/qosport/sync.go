@@ -50,6 +50,12 @@ func HostEnd(podNS, ifname string) (string, error) {
 	if back, err := link.VethPeer(host); err != nil || back != podIndex {
 		return "", nil // an interface of the same index, but not the peer
 	}
+	// Indexes are per namespace: the host interface must also link to the
+	// pod's namespace, or a pod's own veth pair could name another pod's
+	// host end (or any host veth) as its peer.
+	if ok, err := link.LinksTo(host, podNS); err != nil || !ok {
+		return "", err
+	}
 	return host.Attrs().Name, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -180,4 +181,23 @@ func HolderOf(addr netip.Addr) (netlink.Link, error) {
 		}
 	}
 	return nil, fmt.Errorf("no link has address %s", addr)
+}
+
+// LinksTo reports whether l's other end (a veth's peer) lives in the
+// network namespace at nsPath, as the current namespace numbers the
+// namespaces it links to (l's link-netnsid against nsPath's id). Peer
+// indexes alone prove nothing: each namespace numbers its own links, so a
+// pod can make a veth pair of its own whose peer index names some host
+// interface.
+func LinksTo(l netlink.Link, nsPath string) (bool, error) {
+	f, err := os.Open(nsPath)
+	if err != nil {
+		return false, fmt.Errorf("open network namespace %s: %w", nsPath, err)
+	}
+	defer f.Close()
+	id, err := netlink.GetNetNsIdByFd(int(f.Fd()))
+	if err != nil {
+		return false, fmt.Errorf("id of network namespace %s: %w", nsPath, err)
+	}
+	return id >= 0 && id == l.Attrs().NetNsID, nil
 }
