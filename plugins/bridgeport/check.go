@@ -1,6 +1,7 @@
 package bridgeport
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 
@@ -51,12 +52,11 @@ func (p Port) Check(prev *current.Result) error {
 	if err != nil {
 		return err
 	}
-	linked, err := link.LinksTo(host, p.NetNS)
-	if err != nil {
-		return err
+	if linked, err := link.LinksTo(host, p.NetNS); err != nil || !linked { // an index is its namespace's
+		return cmp.Or(err, fmt.Errorf("%q is not the peer of %q", p.HostName(), p.IfName))
 	}
 	switch {
-	case host.Attrs().Index != peerIndex || !linked: // an index is its namespace's: both must hold
+	case host.Attrs().Index != peerIndex:
 		return fmt.Errorf("%q is not the peer of %q", p.HostName(), p.IfName)
 	case host.Attrs().MasterIndex != p.BridgeIndex:
 		return fmt.Errorf("%q is no longer a port of its bridge", p.HostName())

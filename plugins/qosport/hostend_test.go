@@ -19,7 +19,7 @@ func TestHostEndIsTheVethIntoThePodsNamespace(t *testing.T) {
 	host, a, c, b := nstest.New(t), nstest.New(t), nstest.New(t), nstest.New(t)
 	nstest.Veth(t, a, "eth0", "", host, "ha", "") // host: lo 1, ha 2; a: lo 1, eth0 2
 	nstest.Veth(t, c, "eth0", "", host, "hc", "") // host: hc 3; c: eth0 2
-	b.Do(t, func() error { // b's own pair: eth0 2 (the peer, made first), x 3 (the index of hc)
+	b.Do(t, func() error {                        // b's own pair: eth0 2 (the peer, made first), x 3 (the index of hc)
 		attrs := netlink.NewLinkAttrs()
 		attrs.Name = "x"
 		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0"})
