@@ -232,7 +232,8 @@ func (b *qosPrimaryBed) waitPorts(has, hasNot []string) {
 // pod alone; the status counts the pods; a pod with CAP_NET_ADMIN that
 // clears its interface's qdiscs keeps its marking; a relabelled pod leaves
 // and comes back; the seed's port example (its NetworkAttachmentDefinitions
-// selection made DefaultNetwork) marks by port; a deleted pod's rules and
+// selection made DefaultNetwork) marks by port; Story 3's priorities
+// decide between a catch-all and a specific object (story3); a deleted pod's rules and
 // then every rule go with the objects, and the bridge CNI's state on the
 // host end is what it was.
 func TestSeedNetworkQoSOnThePrimaryNetwork(t *testing.T) {
@@ -260,6 +261,7 @@ func TestSeedNetworkQoSOnThePrimaryNetwork(t *testing.T) {
 	b.create(port)
 	b.syn("plain", internet, 443, 11, "the port example: TCP 443")
 	b.syn("plain", internet, 22, 0, "the port example: TCP 22")
+	b.story3()
 	if err := e.Kube.CoreV1().Pods(b.ns).Delete(testbed.Context(t, time.Minute), "paid", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
