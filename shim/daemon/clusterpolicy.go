@@ -27,15 +27,9 @@ const clusterResource = "clusternetworkpolicies"
 // enforce: the daemon says so, does not watch them, and restarts when they
 // are served (watchLaterKinds).
 func (d *Daemon) clusterInformer(ctx context.Context) error {
-	served, err := serves(d.kube.Discovery(), cnpv1beta1.GroupVersion.String(), clusterResource)
-	if err != nil {
+	served, err := d.servedOrLater(ctx, laterKind{"ClusterNetworkPolicy", cnpv1beta1.GroupVersion.String(), clusterResource})
+	if err != nil || !served {
 		return err
-	}
-	if !served {
-		klog.FromContext(ctx).Info("ClusterNetworkPolicy is not served by the API server: none to enforce; the daemon restarts when it is",
-			"groupVersion", cnpv1beta1.GroupVersion.String())
-		d.later = append(d.later, laterKind{"ClusterNetworkPolicy", cnpv1beta1.GroupVersion.String(), clusterResource})
-		return nil
 	}
 	client, err := cnpclient.NewForConfig(d.cfg.RestConfig)
 	if err != nil {
@@ -47,6 +41,20 @@ func (d *Daemon) clusterInformer(ctx context.Context) error {
 		}))
 	d.clusterFac.Policy().V1beta1().ClusterNetworkPolicies().Informer()
 	return nil
+}
+
+// servedOrLater reports whether the API server serves the kind; when it
+// does not, the daemon says so and watches for it (watchLaterKinds: the
+// daemon restarts once it is served).
+func (d *Daemon) servedOrLater(ctx context.Context, k laterKind) (bool, error) {
+	served, err := serves(d.kube.Discovery(), k.groupVersion, k.resource)
+	if err != nil || served {
+		return served, err
+	}
+	klog.FromContext(ctx).Info(k.kind+" is not served by the API server: none to enforce; the daemon restarts when it is",
+		"groupVersion", k.groupVersion)
+	d.later = append(d.later, k)
+	return false, nil
 }
 
 // serves reports whether the API server serves the resource of the group

@@ -11,7 +11,6 @@ import (
 	mnpinformers "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/informers/externalversions"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/shim/netpolicy"
 )
@@ -24,15 +23,9 @@ const multiResource = "multi-networkpolicies"
 // there are none to enforce: the daemon says so, does not watch them, and
 // restarts when they are served (watchLaterKinds).
 func (d *Daemon) multiInformer(ctx context.Context) error {
-	served, err := serves(d.kube.Discovery(), mnpv1beta1.SchemeGroupVersion.String(), multiResource)
-	if err != nil {
+	served, err := d.servedOrLater(ctx, laterKind{"MultiNetworkPolicy", mnpv1beta1.SchemeGroupVersion.String(), multiResource})
+	if err != nil || !served {
 		return err
-	}
-	if !served {
-		klog.FromContext(ctx).Info("MultiNetworkPolicy is not served by the API server: none to enforce; the daemon restarts when it is",
-			"groupVersion", mnpv1beta1.SchemeGroupVersion.String())
-		d.later = append(d.later, laterKind{"MultiNetworkPolicy", mnpv1beta1.SchemeGroupVersion.String(), multiResource})
-		return nil
 	}
 	client, err := mnpclient.NewForConfig(d.cfg.RestConfig)
 	if err != nil {
