@@ -15,6 +15,7 @@ import (
 
 	mnpinformers "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -167,7 +168,11 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 func (d *Daemon) newMetrics(setAside int) error {
 	d.registry = d.cfg.Registry
 	if d.registry == nil {
+		// A registry of its own also reports the process (go_goroutines,
+		// process_cpu_seconds_total, process_resident_memory_bytes…), as
+		// Prometheus's default registry would.
 		d.registry = prometheus.NewRegistry()
+		d.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m, err := metrics.NewDRA(d.registry)
 	if err == nil {
