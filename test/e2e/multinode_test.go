@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
@@ -28,25 +27,10 @@ func twoNodes(t *testing.T, e *harness.Env) (bed.Node, bed.Node) {
 	return e.Nodes[0], e.Nodes[1]
 }
 
-// autoVXLANCluster creates a netclass-vxlan ClusterNetwork that leaves everything to the
-// nodes: no master, no local address, no remotes (each node uses the device of its
-// InternalIP; remotes are the other Ready nodes).
+// autoVXLANCluster is harness.AutoVXLANCluster.
 func autoVXLANCluster(t *testing.T, e *harness.Env) string {
 	t.Helper()
-	ctx := testbed.Context(t, time.Minute)
-	name := "e2e-auto-" + harness.Unique(6)
-	cn := &ncv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: ncv1.ClusterNetworkSpec{Type: ncv1.NetworkTypeVXLAN,
-			IPAM: &runtime.RawExtension{Raw: []byte(`{"type":"host-local"}`)}}}
-	if _, err := e.NC.NetclassV1alpha1().ClusterNetworks().Create(ctx, cn, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ClusterNetwork %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := e.NC.NetclassV1alpha1().ClusterNetworks().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("delete ClusterNetwork %s: %v", name, err)
-		}
-	})
-	return name
+	return e.AutoVXLANCluster(t)
 }
 
 // noPing fails the test when addr answers the pod over ifname.

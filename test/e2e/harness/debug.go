@@ -1,11 +1,14 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +30,24 @@ type AgentAttachment = contract.DebugAttachment
 // applied in its last completed sync. The kernel held that sync's rules
 // before the document showed it.
 func (d *DRA) Agent(ctx context.Context) ([]AgentAttachment, error) {
+	body, err := d.get(ctx, "/debug/attachments")
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	var doc contract.DebugAttachments
+	if err := json.NewDecoder(body).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments: %w", d.Node, err)
+	}
+	if doc.Version != contract.DebugAttachmentsVersion {
+		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments version %q, want %q", d.Node, doc.Version, contract.DebugAttachmentsVersion)
+	}
+	return doc.Attachments, nil
+}
+
+// get GETs a path on the daemon's health address (where its /metrics is
+// too), from inside its node's network namespace.
+func (d *DRA) get(ctx context.Context, path string) (io.ReadCloser, error) {
 	d.mu.Lock()
 	addr := d.health
 	d.mu.Unlock()
@@ -34,7 +55,7 @@ func (d *DRA) Agent(ctx context.Context) ([]AgentAttachment, error) {
 		return nil, fmt.Errorf("netclass-dra on node %s is not running", d.Node)
 	}
 	client := &http.Client{Transport: &http.Transport{DialContext: dialIn(d.On), DisableKeepAlives: true}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/attachments", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -42,18 +63,38 @@ func (d *DRA) Agent(ctx context.Context) ([]AgentAttachment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netclass-dra on node %s: %w", d.Node, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("netclass-dra on node %s: GET /debug/attachments: %s", d.Node, resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("netclass-dra on node %s: GET %s: %s", d.Node, path, resp.Status)
 	}
-	var doc contract.DebugAttachments
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments: %w", d.Node, err)
+	return resp.Body, nil
+}
+
+// Metrics reads the daemon's /metrics: the value of every series without
+// labels (go_goroutines, process_cpu_seconds_total,
+// process_resident_memory_bytes, netclass_checkpoint_records…).
+func (d *DRA) Metrics(ctx context.Context) (map[string]float64, error) {
+	body, err := d.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
 	}
-	if doc.Version != contract.DebugAttachmentsVersion {
-		return nil, fmt.Errorf("netclass-dra on node %s: /debug/attachments version %q, want %q", d.Node, doc.Version, contract.DebugAttachmentsVersion)
+	defer body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
 	}
-	return doc.Attachments, nil
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("netclass-dra on node %s: /metrics: %w", d.Node, err)
+	}
+	return out, nil
 }
 
 // WaitAgent waits until the daemon's agent shows what ok wants (its
