@@ -26,8 +26,8 @@ func Join(dataDir, dev string, capacity int64, p Port) error {
 // tree with its table when no class is left. The caller holds the VNI's lock.
 func Leave(dataDir, dev, hostIf string) error {
 	r, err := load(dataDir, dev)
-	if err != nil {
-		return err
+	if err != nil || r.Ports == nil {
+		return err // no record: the device has no tree (a network without bandwidth)
 	}
 	delete(r.Ports, hostIf)
 	return reconcile(dataDir, dev, r)
@@ -41,12 +41,17 @@ func reconcile(dataDir, dev string, r Record) error {
 		return !link.IsNotFound(err)
 	})
 	if len(r.Ports) == 0 {
-		return errors.Join(remove(dev), save(dataDir, dev, r))
+		if err := remove(dev); err != nil {
+			return err // the record stays: the next Join or Leave removes what is left
+		}
+		return save(dataDir, dev, r)
 	}
-	if err := apply(dev, r); err != nil {
+	// The record first: whatever apply leaves behind on failure, the
+	// record names it, and the next Join or Leave (the undo) repairs it.
+	if err := save(dataDir, dev, r); err != nil {
 		return err
 	}
-	return save(dataDir, dev, r)
+	return apply(dev, r)
 }
 
 func apply(dev string, r Record) error {
