@@ -25,7 +25,10 @@ func TestBandwidthShareAcrossNodes(t *testing.T) {
 		if guarantee == 0 {
 			return nil
 		}
-		return map[string]any{"bandwidthShare": netconf.BandwidthShare{Capacity: 100e6, Guarantee: guarantee}}
+		// as netclass-dra renders it: the allocation is also the ceiling
+		// of the pod's own egress shaper (a tbf on its host end's IFB)
+		return map[string]any{"bandwidthShare": netconf.BandwidthShare{Capacity: 100e6, Guarantee: guarantee},
+			"qos": map[string]any{"egressRate": guarantee, "egressBurst": guarantee / 100}}
 	}
 	var senders []*cnitest.Pod
 	var confs [][]byte

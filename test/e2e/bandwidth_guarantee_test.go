@@ -5,6 +5,8 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +36,8 @@ func TestBandwidthGuaranteeUnderContention(t *testing.T) {
 	cluster := autoVXLANCluster(t, e)
 	patchSpec(t, e, "ClusterNetwork", "", cluster, `{"spec":{"bandwidth":{"capacity":"100M","step":"10M"}}}`)
 	ns := testbed.Namespace(t, e.Kube)
-	e.Network(t, ns, "red", cluster, harness.RandomVNI(), harness.RandomSubnet())
+	vni := harness.RandomVNI()
+	e.Network(t, ns, "red", cluster, vni, harness.RandomSubnet())
 	for _, n := range []bed.Node{n1, n2} {
 		waitCapacity(t, e, n.Name, class, ns, "red", "100M default 0 range [0, 100M] step 10M")
 	}
@@ -59,6 +62,10 @@ func TestBandwidthGuaranteeUnderContention(t *testing.T) {
 		checkAllocated(t, e, ns, s, 30_000_000)
 	}
 	got := contend(t, e, ns, n1, n2, senders)
+	dev := fmt.Sprintf("ncvx%d", vni)
+	for _, l := range strings.Split(run(t, "tc", "-s", "class", "show", "dev", dev)+run(t, "nft", "list", "table", "bridge", "netclass_share_"+dev), "\n") {
+		t.Logf("%s: %s", n1.Name, l)
+	}
 	for i, s := range senders {
 		t.Logf("%s (%s) -> r%d on %s: %.1f Mbit/s received", s, map[bool]string{true: "allocated 30M", false: "best effort"}[s != "be"], i, n2.Name, got[i]/1e6)
 	}
@@ -70,6 +77,16 @@ func TestBandwidthGuaranteeUnderContention(t *testing.T) {
 	if got[3] < 1e6 || got[3] > 20e6 {
 		t.Errorf("the best-effort pod received %.1f Mbit/s, want what is left of the 100 (about 10)", got[3]/1e6)
 	}
+}
+
+// run is a command's output on node 1 (this machine's namespace).
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Errorf("%s %v: %v: %s", name, args, err, out)
+	}
+	return string(out)
 }
 
 // contend streams TCP from each sender on n1 to its receiver r<i> on n2,

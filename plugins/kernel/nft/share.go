@@ -12,36 +12,39 @@ import (
 
 // The class of every frame leaving a network's shared device (its VXLAN
 // device on the node), in the HTB tree plugins/kernel/tc's Share puts on
-// the device: skb->priority is set here, at the device's own egress hook,
-// which runs before its qdisc and sees every frame the device sends —
-// whichever bridge port it came from, the host's own included. The first
-// rule overwrites whatever priority the frame carries (a pod's SO_PRIORITY,
-// or any other marking) with the best-effort class; the second gives the
-// frames of an attachment, known by its source MAC (which the port guard
-// makes the pod's own), its class:
+// the device: skb->priority is set as the bridge sends the frame to the
+// device — at the bridge's forward hook for the frames of its ports (each
+// copy of a flooded frame passes it with its own output port), at its
+// output hook for the host's own — after which nothing changes it before
+// the device's qdisc. The first rule overwrites whatever priority the
+// frame carries (a pod's SO_PRIORITY, or any other marking) with the
+// best-effort class; the second gives the frames of an attachment, known
+// by its source MAC (which the port guard makes the pod's own), its class:
 //
-//	table netdev netclass_share_DEV {
+//	table bridge netclass_share_DEV {
 //	  map classes { type ether_addr : classid; elements = { MAC : 1:N, ... } }
-//	  chain egress {
-//	    type filter hook egress device DEV priority filter + 20; policy accept;
-//	    meta priority set 1:ffff
-//	    meta priority set ether saddr map @classes
+//	  chain forward { type filter hook forward priority 200; policy accept;
+//	    oifname "DEV" meta priority set 1:ffff
+//	    oifname "DEV" meta priority set ether saddr map @classes
 //	  }
+//	  chain output { type filter hook output priority 200; policy accept; the same }
 //	}
 //
-// A lookup that misses ends the rule: the frame keeps the best-effort class.
+// A lookup that misses ends the rule: the frame keeps the best-effort
+// class. (The device's own netdev egress hook would see every frame too,
+// but the kernel skips it for frames a pod's egress shaper sent through
+// its IFB.) Priority 200 runs after netclass's other bridge chains.
 
 // ShareTable names the table classifying a shared device's frames.
 func ShareTable(dev string) string { return "netclass_share_" + dev }
 
 const (
-	shareChain    = "egress"
 	shareMap      = "classes"
-	sharePriority = 20 // after the PCP table's (10), which no VXLAN device has
+	sharePriority = 200
 )
 
 func shareTable(dev string) *nftables.Table {
-	return &nftables.Table{Name: ShareTable(dev), Family: nftables.TableFamilyNetdev}
+	return &nftables.Table{Name: ShareTable(dev), Family: nftables.TableFamilyBridge}
 }
 
 // shareRuleset renders the table for dev: classes maps a source MAC to its
@@ -49,11 +52,7 @@ func shareTable(dev string) *nftables.Table {
 func shareRuleset(dev string, classes map[string]uint32, def uint32) *ruleset {
 	t := shareTable(dev)
 	prio := nftables.ChainPriority(sharePriority)
-	base := &nftables.Chain{
-		Name: shareChain, Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookEgress, Priority: &prio, Device: dev, Policy: policyAccept(),
-	}
-	rs := &ruleset{table: t, chains: []*nftables.Chain{base}, rules: map[string][][]expr.Any{}}
+	rs := &ruleset{table: t, rules: map[string][][]expr.Any{}}
 	els := make([]nftables.SetElement, 0, len(classes))
 	for mac, id := range classes {
 		hw, err := net.ParseMAC(mac)
@@ -65,23 +64,30 @@ func shareRuleset(dev string, classes map[string]uint32, def uint32) *ruleset {
 	set := &nftables.Set{Table: t, Name: shareMap, ID: rs.setID(), IsMap: true, KeyType: nftables.TypeEtherAddr, DataType: nftables.TypeClassID}
 	rs.sets = append(rs.sets, setWithElements{set: set, elements: els})
 	setPrio := &expr.Meta{Key: expr.MetaKeyPRIORITY, SourceRegister: true, Register: 1}
-	rs.rules[shareChain] = [][]expr.Any{
-		{&expr.Immediate{Register: 1, Data: binaryutil.NativeEndian.PutUint32(def)}, setPrio},
-		{
-			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
-			&expr.Lookup{SourceRegister: 1, SetName: shareMap, SetID: set.ID, IsDestRegSet: true, DestRegister: 1},
-			setPrio,
-		},
+	for _, hook := range []struct {
+		name string
+		num  *nftables.ChainHook
+	}{{"forward", nftables.ChainHookForward}, {"output", nftables.ChainHookOutput}} {
+		rs.chains = append(rs.chains, &nftables.Chain{Name: hook.name, Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: hook.num, Priority: &prio, Policy: policyAccept()})
+		rs.rules[hook.name] = [][]expr.Any{
+			concat(matchIfname(dev, false), []expr.Any{&expr.Immediate{Register: 1, Data: binaryutil.NativeEndian.PutUint32(def)}, setPrio}),
+			concat(matchIfname(dev, false), []expr.Any{
+				&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
+				&expr.Lookup{SourceRegister: 1, SetName: shareMap, SetID: set.ID, IsDestRegSet: true, DestRegister: 1},
+				setPrio,
+			}),
+		}
 	}
 	return rs
 }
 
 // ApplyShare sets dev's table to classes (MAC → class id) and def, in one
-// transaction (frames switch classes at once). A kernel without the netdev
-// egress hook gets a *FeatureError.
+// transaction (frames switch classes at once). A kernel without the
+// bridge family gets a *FeatureError.
 func ApplyShare(c *nftables.Conn, dev string, classes map[string]uint32, def uint32) error {
 	rs := shareRuleset(dev, classes, def)
-	return unsupported(install(c, rs), PodEgressHook)
+	return unsupported(install(c, rs), GuardFeature)
 }
 
 // CheckShare verifies dev's table holds exactly what ApplyShare makes.
