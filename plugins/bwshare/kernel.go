@@ -90,11 +90,19 @@ func remove(dev string) error {
 	return errors.Join(append(errs, nft.DeleteShare(c, dev))...)
 }
 
-// Check verifies that dev's tree and table are what the record says.
-func Check(dataDir, dev string) error {
+// Check verifies that hostIf has its class in dev's record (none: only
+// the rest) and that dev's tree and table are what the record says. The
+// caller holds the VNI's lock.
+func Check(dataDir, dev, hostIf string) error {
 	r, err := load(dataDir, dev)
-	if err != nil || len(r.Ports) == 0 {
+	if err != nil {
 		return err
+	}
+	if _, ok := r.Ports[hostIf]; hostIf != "" && !ok {
+		return fmt.Errorf("host end %q has no class in the shared scheduler of %q", hostIf, dev)
+	}
+	if len(r.Ports) == 0 {
+		return nil
 	}
 	l, err := link.ByName(dev)
 	if err != nil {

@@ -70,7 +70,7 @@ func (b *shareBed) join(t *testing.T, ceil int64) {
 func TestShareGuaranteesAllocations(t *testing.T) {
 	b := newShareBed(t)
 	b.join(t, 0)
-	b.node.Do(t, func() error { return Check(b.dataDir, uplink) })
+	b.node.Do(t, func() error { return Check(b.dataDir, uplink, hostIf(0)) })
 	got := b.contend(t, 6*time.Second)
 	for i, bps := range got {
 		t.Logf("pod %d received %.1f Mbit/s", i, bps/1e6)
@@ -166,7 +166,7 @@ func TestShareClassesFollowPorts(t *testing.T) {
 	if cs := classes(); len(cs) != 4 || cs[tc.ShareClassID(firstMinor+1)] != nil {
 		t.Fatalf("after pod 1's host end went and pod 0 joined again: classes %v, want pod 1's class gone", cs)
 	}
-	b.node.Do(t, func() error { return Check(b.dataDir, uplink) })
+	b.node.Do(t, func() error { return Check(b.dataDir, uplink, "") })
 	for _, i := range []int{0, 2} {
 		b.node.Do(t, func() error { return Leave(b.dataDir, uplink, hostIf(i)) })
 	}

@@ -39,7 +39,10 @@ func TestBandwidthShareAcrossNodes(t *testing.T) {
 		}
 		conf := n1.conf(t, "blue", 500, "10.64.0.0/24", "10.64.0.10", "10.64.0.19", share(guarantee))
 		p := cnitest.NewPod(t)
-		n1.Add(t, plugin, conf, p, "net1")
+		r := n1.Add(t, plugin, conf, p, "net1")
+		if err := n1.Check(t, plugin, conf, r, p, "net1"); err != nil {
+			t.Errorf("CHECK of pod %d: %v", i, err)
+		}
 		senders, confs = append(senders, p), append(confs, conf)
 	}
 	recv := cnitest.NewPod(t)
