@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
@@ -77,6 +79,20 @@ func TestBandwidthGuaranteeUnderContention(t *testing.T) {
 	if got[3] < 1e6 || got[3] > 15e6 {
 		t.Errorf("the best-effort pod received %.1f Mbit/s, want what is left of the 100 (about 10)", got[3]/1e6)
 	}
+	// The senders go: their DELs leave no class and no table on node 1
+	// (the network, and so its VXLAN device there, stays).
+	for _, s := range senders {
+		if err := e.Kube.CoreV1().Pods(ns).Delete(testbed.Context(t, time.Minute), s, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testbed.Poll(t, testbed.Context(t, harness.WaitTimeout), 200*time.Millisecond, "no shared scheduler left on "+n1.Name,
+		func(ctx context.Context) (bool, string, error) {
+			tables, _ := exec.CommandContext(ctx, "nft", "list", "tables", "bridge").CombinedOutput()
+			qdiscs, _ := exec.CommandContext(ctx, "tc", "qdisc", "show", "dev", dev).CombinedOutput()
+			left := strings.Contains(string(tables), "netclass_share_"+dev) || strings.Contains(string(qdiscs), "htb")
+			return !left, fmt.Sprintf("tables %q, qdiscs of %s %q", tables, dev, qdiscs), nil
+		})
 }
 
 // run is a command's output on node 1 (this machine's namespace).
