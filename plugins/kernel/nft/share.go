@@ -31,9 +31,10 @@ import (
 //	}
 //
 // A lookup that misses ends the rule: the frame keeps the best-effort
-// class. (The device's own netdev egress hook would see every frame too,
-// but the kernel skips it for frames a pod's egress shaper sent through
-// its IFB.) Priority 200 runs after netclass's other bridge chains.
+// class. (At the device's own netdev egress hook, frames a pod's egress
+// shaper had sent through its IFB often kept the default class: seen on
+// the test bed and in plugins/vxlan's test.) Priority 200 runs after
+// netclass's other bridge chains.
 
 // ShareTable names the table classifying a shared device's frames.
 func ShareTable(dev string) string { return "netclass_share_" + dev }
