@@ -29,6 +29,19 @@ type Policy struct {
 	// Min and Max bound one claim's allocation; Step (0: none) is its
 	// granularity from Min.
 	Min, Max, Step int64
+	// Ceiling is an attachment's ceiling: ncv1.CeilingAllocation (or
+	// "", the same) or ncv1.CeilingCapacity.
+	Ceiling ncv1.BandwidthCeiling
+}
+
+// CeilingOf is the most an attachment allocated allocated bits/s may send:
+// its allocation, or the capacity with a work-conserving Ceiling (0 for an
+// attachment allocated nothing: a best-effort one, which no ceiling caps).
+func (pol *Policy) CeilingOf(allocated int64) int64 {
+	if pol == nil || allocated <= 0 || pol.Ceiling != ncv1.CeilingCapacity {
+		return allocated
+	}
+	return max(pol.Capacity, allocated)
 }
 
 // Merge is a Network's bandwidth: its ClusterNetwork's with the Network's
@@ -52,6 +65,9 @@ func Merge(cluster, own *ncv1.NetworkBandwidth) *ncv1.NetworkBandwidth {
 			q := (*f.src).DeepCopy()
 			*f.dst = &q
 		}
+	}
+	if own.Ceiling != "" {
+		out.Ceiling = own.Ceiling
 	}
 	return out
 }
@@ -119,6 +135,7 @@ func Resolve(b *ncv1.NetworkBandwidth, p field.Path) (*Policy, error) {
 		Min:      bits(&errs, p.Child("min"), b.Min, 0),
 		Max:      bits(&errs, p.Child("max"), b.Max, capacity),
 		Step:     bits(&errs, p.Child("step"), b.Step, 0),
+		Ceiling:  b.Ceiling,
 	}
 	pol.Default = bits(&errs, p.Child("default"), b.Default, pol.Min)
 	if b.Step != nil && b.Step.Sign() == 0 {
@@ -170,6 +187,9 @@ func (pol *Policy) Validate(p field.Path) error {
 		errs.Add(p.Child("default"), "%d is outside [min %d, max %d]", pol.Default, pol.Min, pol.Max)
 	}
 	errs.Append(pol.validateStep(p)...)
+	if pol.Ceiling != "" && pol.Ceiling != ncv1.CeilingAllocation && pol.Ceiling != ncv1.CeilingCapacity {
+		errs.Add(p.Child("ceiling"), "must be %s or %s, got %q", ncv1.CeilingAllocation, ncv1.CeilingCapacity, pol.Ceiling)
+	}
 	return errs.Err()
 }
 

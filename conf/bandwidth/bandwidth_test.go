@@ -30,7 +30,10 @@ func TestParseAnnotation(t *testing.T) {
 		{name: "integers", raw: `{"capacity": 100000000, "min": 0}`, want: Policy{Capacity: 100e6, Max: 100e6}},
 		{name: "binary suffix", raw: `{"capacity": "1Gi"}`, want: Policy{Capacity: 1 << 30, Max: 1 << 30}},
 		{name: "not JSON", raw: `100M`, wantErr: []string{"metadata.annotations[netclass.dev/bandwidth]: not a bandwidth object"}},
-		{name: "unknown field", raw: `{"capacity": "100M", "ceiling": "1G"}`, wantErr: []string{`unknown field "ceiling"`}},
+		{name: "unknown field", raw: `{"capacity": "100M", "limit": "1G"}`, wantErr: []string{`unknown field "limit"`}},
+		{name: "work-conserving", raw: `{"capacity": "100M", "ceiling": "Capacity"}`, want: Policy{Capacity: 100e6, Max: 100e6, Ceiling: "Capacity"}},
+		{name: "ceiling allocation", raw: `{"capacity": "100M", "ceiling": "Allocation"}`, want: Policy{Capacity: 100e6, Max: 100e6, Ceiling: "Allocation"}},
+		{name: "ceiling unknown", raw: `{"capacity": "100M", "ceiling": "1G"}`, wantErr: []string{`.ceiling: must be Allocation or Capacity, got "1G"`}},
 		{name: "trailing data", raw: `{"capacity": "100M"} {}`, wantErr: []string{"trailing data"}},
 		{name: "capacity missing", raw: `{"min": "1M"}`, wantErr: []string{"[netclass.dev/bandwidth].capacity: is required"}},
 		{name: "every problem at once", raw: `{"capacity": "-1", "min": "0.5", "step": "-1"}`, wantErr: []string{
@@ -139,5 +142,24 @@ func TestMergeDoesNotAlias(t *testing.T) {
 func TestQuantity(t *testing.T) {
 	if got := Quantity(30e6); got.String() != "30M" {
 		t.Errorf("Quantity(30e6) = %s", got.String())
+	}
+}
+
+func TestCeilingOf(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		pol       *Policy
+		allocated int64
+		want      int64
+	}{
+		{"no policy", nil, 30e6, 30e6},
+		{"allocation by default", &Policy{Capacity: 100e6}, 30e6, 30e6},
+		{"allocation", &Policy{Capacity: 100e6, Ceiling: "Allocation"}, 30e6, 30e6},
+		{"capacity", &Policy{Capacity: 100e6, Ceiling: "Capacity"}, 30e6, 100e6},
+		{"best effort has none", &Policy{Capacity: 100e6, Ceiling: "Capacity"}, 0, 0},
+	} {
+		if got := c.pol.CeilingOf(c.allocated); got != c.want {
+			t.Errorf("%s: CeilingOf(%d) = %d, want %d", c.name, c.allocated, got, c.want)
+		}
 	}
 }

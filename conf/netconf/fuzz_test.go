@@ -14,6 +14,7 @@ func FuzzParse(f *testing.F) {
 		`{"cniVersion":"1.1.0","name":"b","type":"netclass-bridge","bridge":"br0","isGateway":true,"ipam":{"type":"host-local"}}`,
 		`{"name":"v","type":"netclass-vxlan","vni":7,"master":"eth0","group":"239.1.1.1"}`,
 		`{"name":"v","type":"netclass-vxlan","vni":7,"local":"fd00::1","remotes":["fd00::2"]}`,
+		`{"name":"v","type":"netclass-vxlan","vni":7,"master":"eth0","bandwidthShare":{"capacity":100000000,"guarantee":30000000,"ceiling":100000000}}`,
 		`{"name":"l","type":"netclass-vlan","master":"eth0","vlanId":100,"linkInContainer":true}`,
 		`{"name":"l","type":"netclass-vlan","master":"eth0","vlanId":100,"pcpMap":{"46":5,"0":1}}`,
 		`{"name":"q","type":"netclass-qos","qos":{"egressRate":8000,"egressBurst":800,"queue":"cake"}}`,

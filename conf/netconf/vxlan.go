@@ -30,6 +30,8 @@ type VXLAN struct {
 	Learning *bool    `json:"learning,omitempty"`
 	MTU      int      `json:"mtu,omitempty"`
 	Mac      string   `json:"mac,omitempty"`
+	// BandwidthShare puts the attachment in the VNI's shared scheduler.
+	BandwidthShare *BandwidthShare `json:"bandwidthShare,omitempty"`
 
 	// Parsed forms, set by ParseVXLAN.
 	LocalIP   netip.Addr   `json:"-"`
@@ -92,6 +94,9 @@ func (c *VXLAN) validate() field.Errors {
 	errs.Append(validateMTU("mtu", c.MTU))
 	if c.Mac != "" {
 		errs.Append(ValidateMAC("mac", c.Mac))
+	}
+	if c.BandwidthShare != nil {
+		errs.Append(c.BandwidthShare.validate("bandwidthShare")...)
 	}
 	return errs
 }

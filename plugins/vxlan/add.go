@@ -63,6 +63,9 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 			return nil, err
 		}
 	}
+	if err := joinShare(c, res, args.Netns, p.HostName(), undo); err != nil {
+		return nil, err
+	}
 	if c.EffectiveQoS != nil {
 		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
 		if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {

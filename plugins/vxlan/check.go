@@ -10,6 +10,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/bwshare"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
@@ -39,6 +40,11 @@ func cmdCheck(args *skel.CmdArgs) error {
 	}
 	if err := portguard.Check(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, prev); err != nil {
 		return attach.Internal(fmt.Errorf("port security of %q: %w", args.IfName, err), nil)
+	}
+	if s := c.BandwidthShare; s != nil && s.Guarantee > 0 {
+		if err := underLock(c, func() error { return bwshare.Check(c.DataDir, c.DeviceName(), p.HostName()) }); err != nil {
+			return attach.Internal(fmt.Errorf("bandwidth share of %q: %w", args.IfName, err), nil)
+		}
 	}
 	if c.EffectiveQoS != nil {
 		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}

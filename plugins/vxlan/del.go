@@ -9,6 +9,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/bwshare"
 	"github.com/netclass-dev/netclass/plugins/portguard"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
@@ -23,7 +24,8 @@ func leave(c *netconf.VXLAN, p bridgeport.Port) error {
 		return errors.Join(err, lerr)
 	}
 	defer unlock()
-	return errors.Join(err, vni.RemoveIfUnused(c))
+	serr := bwshare.Leave(c.DataDir, c.DeviceName(), p.HostName())
+	return errors.Join(err, serr, vni.RemoveIfUnused(c))
 }
 
 func cmdDel(args *skel.CmdArgs) error {

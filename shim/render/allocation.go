@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
 )
 
@@ -26,7 +27,21 @@ func AttachmentQoS(in Input) (*qos.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Ceiling(base, in.Allocated), nil
+	return Ceiling(base, in.Network.Bandwidth.CeilingOf(in.Allocated)), nil
+}
+
+// Share is the attachment's place in its network's shared scheduler on the
+// node (plugins/bwshare): a netclass-vxlan attachment allocated bandwidth
+// is guaranteed its allocation in the HTB tree of the VNI's device, up to
+// its ceiling (nil: none — other network types, no allocation: a
+// best-effort attachment is in the tree's default class whatever it is
+// rendered with).
+func Share(in Input) *netconf.BandwidthShare {
+	pol := in.Network.Bandwidth
+	if in.Network.Type != netconf.TypeVXLAN || pol == nil || in.Allocated <= 0 || pol.Capacity > netconf.MaxShareRate {
+		return nil
+	}
+	return &netconf.BandwidthShare{Capacity: pol.Capacity, Guarantee: min(in.Allocated, pol.Capacity), Ceiling: min(pol.CeilingOf(in.Allocated), pol.Capacity)}
 }
 
 // Ceiling puts the egress of the attachment under the bandwidth its claim

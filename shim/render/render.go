@@ -67,6 +67,9 @@ func ConfList(in Input) ([]byte, error) {
 	setCapabilities(main, in.Config, in.DeviceID != "")
 	setStateDirs(main)
 	setPortSecurity(main)
+	if s := Share(in); s != nil {
+		main["bandwidthShare"] = s
+	}
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
 		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]})

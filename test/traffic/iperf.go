@@ -48,7 +48,7 @@ func (r IPerf3) Run() (IPerf3Result, error) {
 		return IPerf3Result{}, fmt.Errorf("iperf3 is not installed (scripts/deps.sh installs it): %w", err)
 	}
 	port := strconv.Itoa(int(r.Port))
-	srv := exec.Command("ip", "netns", "exec", r.Server.Name, "iperf3", "-s", "-1", "-p", port)
+	srv := inNS(r.Server, "iperf3", "-s", "-1", "-p", port)
 	var srvOut strings.Builder
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	if err := srv.Start(); err != nil {
@@ -72,12 +72,12 @@ func (r IPerf3) Run() (IPerf3Result, error) {
 
 func (r IPerf3) client() (IPerf3Result, error) {
 	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) }
-	args := []string{"netns", "exec", r.Client.Name, "iperf3", "-c", r.Addr.String(), "-p", strconv.Itoa(int(r.Port)),
+	args := []string{"-c", r.Addr.String(), "-p", strconv.Itoa(int(r.Port)),
 		"-t", secs(r.Duration), "-O", secs(r.Omit), "-J"}
 	if r.UDPBps > 0 {
 		args = append(args, "-u", "-l", "1200", "-b", strconv.FormatFloat(r.UDPBps, 'f', 0, 64))
 	}
-	out, runErr := exec.Command("ip", args...).Output()
+	out, runErr := inNS(r.Client, "iperf3", args...).Output()
 	var rep iperfReport
 	if err := json.Unmarshal(out, &rep); err != nil {
 		return IPerf3Result{}, fmt.Errorf("iperf3 client in %s: %v; output %q", r.Client.Name, errors.Join(runErr, err), out)
@@ -88,6 +88,13 @@ func (r IPerf3) client() (IPerf3Result, error) {
 		Retransmits: rep.End.SumSent.Retransmits,
 		Error:       rep.Error,
 	}, nil
+}
+
+// inNS is a command run inside the namespace n, by its path (a pod's
+// namespace on another bed node has no name here, only a path through the
+// root of a process there).
+func inNS(n *nstest.NS, name string, args ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"--net=" + n.Path, name}, args...)...)
 }
 
 // iperfReport is the part of `iperf3 -J` read here.

@@ -56,4 +56,23 @@ type NetworkBandwidth struct {
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="step must be positive"
 	// +optional
 	Step *resource.Quantity `json:"step,omitempty"`
+
+	// ceiling is the most one attachment may send through the network on a
+	// node. Allocation (the default): its allocation, also when the network
+	// is idle. Capacity: work-conserving sharing — an attachment may borrow
+	// what the others leave unused, up to the capacity, and is still given
+	// at least its allocation under congestion (on a netclass-vxlan network,
+	// whose node scheduler shares the capacity among its attachments).
+	// +kubebuilder:validation:Enum=Allocation;Capacity
+	// +optional
+	Ceiling BandwidthCeiling `json:"ceiling,omitempty"`
 }
+
+// BandwidthCeiling is how high an attachment's bandwidth may go.
+type BandwidthCeiling string
+
+// The ceilings of an attachment.
+const (
+	CeilingAllocation BandwidthCeiling = "Allocation"
+	CeilingCapacity   BandwidthCeiling = "Capacity"
+)

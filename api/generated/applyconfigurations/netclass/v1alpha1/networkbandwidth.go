@@ -6,6 +6,7 @@
 package v1alpha1
 
 import (
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -42,6 +43,13 @@ type NetworkBandwidthApplyConfiguration struct {
 	// step is the granularity of allocations: min + n×step. Unset: any
 	// amount between min and max.
 	Step *resource.Quantity `json:"step,omitempty"`
+	// ceiling is the most one attachment may send through the network on a
+	// node. Allocation (the default): its allocation, also when the network
+	// is idle. Capacity: work-conserving sharing — an attachment may borrow
+	// what the others leave unused, up to the capacity, and is still given
+	// at least its allocation under congestion (on a netclass-vxlan network,
+	// whose node scheduler shares the capacity among its attachments).
+	Ceiling *netclassv1alpha1.BandwidthCeiling `json:"ceiling,omitempty"`
 }
 
 // NetworkBandwidthApplyConfiguration constructs a declarative configuration of the NetworkBandwidth type for use with
@@ -87,5 +95,13 @@ func (b *NetworkBandwidthApplyConfiguration) WithMax(value resource.Quantity) *N
 // If called multiple times, the Step field is set to the value of the last call.
 func (b *NetworkBandwidthApplyConfiguration) WithStep(value resource.Quantity) *NetworkBandwidthApplyConfiguration {
 	b.Step = &value
+	return b
+}
+
+// WithCeiling sets the Ceiling field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Ceiling field is set to the value of the last call.
+func (b *NetworkBandwidthApplyConfiguration) WithCeiling(value netclassv1alpha1.BandwidthCeiling) *NetworkBandwidthApplyConfiguration {
+	b.Ceiling = &value
 	return b
 }
