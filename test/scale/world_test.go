@@ -1,0 +1,199 @@
+//go:build scale
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// world is the churn's namespace: its two claim templates ("local", a
+// bridge PodNetwork on every node; "vx", a VXLAN Network across the
+// nodes), a NetworkQoS and a NetworkPolicy selecting its pods (app=churn).
+type world struct {
+	e    *harness.Env
+	ns   string
+	kube kubernetes.Interface
+}
+
+var churnLabels = map[string]string{"app": "churn"}
+
+func newWorld(t *testing.T, e *harness.Env) *world {
+	t.Helper()
+	cluster := e.AutoVXLANCluster(t) // before the namespace: deleted after its pods
+	bn := e.BridgeNet(t, "churn", "local")
+	class := e.Class(t, harness.NetworkKind)
+	e.Network(t, bn.Namespace, "vx", cluster, harness.RandomVNI(), harness.RandomSubnet())
+	for _, n := range e.Nodes {
+		e.WaitDeviceOn(t, n.Name, class, bn.Namespace, "vx", true)
+	}
+	e.ClaimTemplate(t, bn.Namespace, "vx", class, bn.Namespace, "vx", nil)
+	rc := rest.CopyConfig(e.Rest)
+	rc.QPS, rc.Burst = 200, 400 // the waves' bulk writes; the harness's limit would pace them
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{e: e, ns: bn.Namespace, kube: kube}
+	w.policies(t)
+	return w
+}
+
+// policies writes the NetworkQoS (DSCP 10 for everything, 18 to the
+// churn's pods: a peer set that changes with every pod) and the labelled
+// NetworkPolicy (ingress from the churn's pods only).
+func (w *world) policies(t *testing.T) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	pods := &metav1.LabelSelector{MatchLabels: churnLabels}
+	q := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "churn"},
+		Spec: ncv1.NetworkQoSSpec{PodSelector: *pods, Priority: 1,
+			NetworkSelectors: ncv1.NetworkSelectors{{NetworkSelectionType: ncv1.PodNetworks, PodNetworkSelector: &metav1.LabelSelector{}},
+				{NetworkSelectionType: ncv1.Networks, NetworkSelector: &metav1.LabelSelector{}}},
+			Egress: []ncv1.Rule{{DSCP: 10}, {DSCP: 18, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: pods}}}}}}}
+	if _, err := w.e.NC.NetclassV1alpha1().NetworkQoSes(w.ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create NetworkQoS: %v", err)
+	}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "churn",
+		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: *pods,
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: pods}}}}}}
+	if _, err := w.e.Kube.NetworkingV1().NetworkPolicies(w.ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create NetworkPolicy: %v", err)
+	}
+}
+
+// wave creates n pods spread over the nodes, records when each is Ready
+// (a pod that fails or is not Ready within harness.PodTimeout counts as
+// failed), then deletes them all and waits until they are gone.
+func (w *world) wave(t *testing.T, index, n int) waveResult {
+	t.Helper()
+	label := fmt.Sprintf("wave-%d", index)
+	ctx := ctxFor(t, harness.PodTimeout+time.Minute)
+	watcher, err := w.kube.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{LabelSelector: "wave=" + label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	seen := make(chan outcomes, 1)
+	go func() { seen <- follow(ctx, watcher, n) }()
+	created := w.create(t, index, n, label)
+	r := waveResult{index: index}
+	got := <-seen
+	for name, at := range created {
+		switch ready, ok := got.ready[name]; {
+		case ok && !got.failed[name]:
+			r.starts = append(r.starts, ready.Sub(at))
+		default:
+			r.failed++
+			t.Errorf("pod %s/%s of wave %d did not become Ready within %v", w.ns, name, index, harness.PodTimeout)
+		}
+	}
+	start := time.Now()
+	grace := int64(1)
+	if err := w.kube.CoreV1().Pods(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
+		metav1.ListOptions{LabelSelector: "wave=" + label}); err != nil {
+		t.Fatalf("delete wave %d: %v", index, err)
+	}
+	testbed.Poll(t, ctx, 250*time.Millisecond, "wave "+label+" gone", func(ctx context.Context) (bool, string, error) {
+		l, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "wave=" + label})
+		if err != nil {
+			return false, "", err
+		}
+		return len(l.Items) == 0, fmt.Sprintf("%d pods left", len(l.Items)), nil
+	})
+	r.deleted = time.Since(start)
+	return r
+}
+
+// create makes the wave's pods, eight writers at once, and returns when
+// each was created.
+func (w *world) create(t *testing.T, index, n int, label string) map[string]time.Time {
+	t.Helper()
+	created := make(map[string]time.Time, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := harness.PodOn(w.e.Nodes[i%len(w.e.Nodes)].Name, w.ns, podName(index, i), "local", "vx")
+				p.Labels = map[string]string{"app": "churn", "wave": label}
+				at := time.Now()
+				if _, err := w.kube.CoreV1().Pods(w.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+					t.Errorf("create pod %s: %v", p.Name, err)
+					continue
+				}
+				mu.Lock()
+				created[p.Name] = at
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return created
+}
+
+// outcomes are when each pod of a wave was first seen Ready, and which
+// failed.
+type outcomes struct {
+	ready  map[string]time.Time
+	failed map[string]bool
+}
+
+// follow reads the watch until n pods are Ready or failed, or ctx ends.
+// It runs while the pods are created, so that the watch never lags.
+func follow(ctx context.Context, watcher watch.Interface, n int) outcomes {
+	o := outcomes{ready: map[string]time.Time{}, failed: map[string]bool{}}
+	for len(o.ready)+len(o.failed) < n {
+		select {
+		case <-ctx.Done():
+			return o
+		case ev, ok := <-watcher.ResultChan():
+			if !ok {
+				return o
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || o.failed[p.Name] || !o.ready[p.Name].IsZero() {
+				continue
+			}
+			switch {
+			case p.Status.Phase == corev1.PodFailed:
+				o.failed[p.Name] = true
+			case ready(p):
+				o.ready[p.Name] = time.Now()
+			}
+		}
+	}
+	return o
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
