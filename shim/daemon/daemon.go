@@ -36,6 +36,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
+	"github.com/netclass-dev/netclass/shim/nadfiles"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
 	"github.com/netclass-dev/netclass/shim/nodenetwork"
@@ -263,7 +264,7 @@ func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir})
+	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir}, nadfiles.Dir{StateDir: d.cfg.StateDir})
 	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
 	collect.offered = d.devices.Offer
 	d.publisher = publish.New(collect,
