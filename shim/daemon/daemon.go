@@ -33,6 +33,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	"github.com/netclass-dev/netclass/conf/nadfile"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
@@ -59,6 +60,9 @@ type Config struct {
 	NRISocket  string
 	CNIBinDirs []string
 	StateDir   string
+	// NADDir is where the rendered lists of generated NADs are kept
+	// (nadfiles; "": StateDir/nad, where netclass-nad looks by default).
+	NADDir string
 	// Slots is the number of single-use devices per network when shared
 	// devices are unavailable or disabled.
 	Slots int
@@ -264,7 +268,7 @@ func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir}, nadfiles.Dir{StateDir: d.cfg.StateDir})
+	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir}, nadfiles.Dir{Path: d.cfg.nadDir()})
 	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
 	collect.offered = d.devices.Offer
 	d.publisher = publish.New(collect,
@@ -399,4 +403,12 @@ func poke(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// nadDir is NADDir or its default.
+func (c Config) nadDir() string {
+	if c.NADDir != "" {
+		return c.NADDir
+	}
+	return filepath.Join(c.StateDir, nadfile.Subdir)
 }

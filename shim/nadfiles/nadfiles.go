@@ -20,9 +20,11 @@ import (
 	"github.com/netclass-dev/netclass/shim/render"
 )
 
-// Dir is the state directory the files are kept under (in nadfile.Subdir).
+// Dir is the directory the files are kept in: netclass-dra's
+// <state-dir>/nad unless --nad-dir says otherwise (netclass-nad reads
+// <its stateDir>/nad: the two must meet).
 type Dir struct {
-	StateDir string
+	Path string
 }
 
 // Want renders the files the networks call for, by file name. SR-IOV
@@ -53,7 +55,7 @@ func Want(nets []network.Network) (map[string][]byte, error) {
 func (d Dir) Sync(nets []network.Network) error {
 	want, err := Want(nets)
 	errs := []error{err}
-	dir := filepath.Join(d.StateDir, nadfile.Subdir)
+	dir := d.Path
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("nad files: %w", err)
 	}

@@ -35,16 +35,17 @@ func names(t *testing.T, dir string) []string {
 }
 
 func TestSync(t *testing.T) {
-	d := Dir{StateDir: t.TempDir()}
+	state := t.TempDir()
+	d := Dir{Path: filepath.Join(state, nadfile.Subdir)}
 	blue, storage := net("blue", "vx", "netclass-bridge"), net("", "storage", "netclass-bridge")
 	sriov := net("blue", "vf", "netclass-sriov")
 	if err := d.Sync([]network.Network{blue, storage, sriov}); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, d.StateDir); !slices.Equal(got, []string{"blue_vx.json", "storage.json"}) {
+	if got := names(t, state); !slices.Equal(got, []string{"blue_vx.json", "storage.json"}) {
 		t.Fatalf("files %v", got)
 	}
-	b, err := os.ReadFile(nadfile.Path(d.StateDir, nadfile.Ref{Namespace: "blue", Name: "vx"}))
+	b, err := os.ReadFile(nadfile.Path(state, nadfile.Ref{Namespace: "blue", Name: "vx"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,15 +57,15 @@ func TestSync(t *testing.T) {
 	if json.Unmarshal(f.ConfList, &list); list.Name != "blue_vx" {
 		t.Errorf("list name %q, want the claims' blue_vx (shared host-local reservations)", list.Name)
 	}
-	info, _ := os.Stat(nadfile.Path(d.StateDir, nadfile.Ref{Name: "storage"}))
-	os.WriteFile(filepath.Join(d.StateDir, nadfile.Subdir, "keep.txt"), nil, 0o644)
+	info, _ := os.Stat(nadfile.Path(state, nadfile.Ref{Name: "storage"}))
+	os.WriteFile(filepath.Join(state, nadfile.Subdir, "keep.txt"), nil, 0o644)
 	if err := d.Sync([]network.Network{storage}); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, d.StateDir); !slices.Equal(got, []string{"keep.txt", "storage.json"}) {
+	if got := names(t, state); !slices.Equal(got, []string{"keep.txt", "storage.json"}) {
 		t.Errorf("after blue/vx stopped being offered: files %v", got)
 	}
-	if again, _ := os.Stat(nadfile.Path(d.StateDir, nadfile.Ref{Name: "storage"})); !os.SameFile(info, again) {
+	if again, _ := os.Stat(nadfile.Path(state, nadfile.Ref{Name: "storage"})); !os.SameFile(info, again) {
 		t.Error("an unchanged file was rewritten")
 	}
 	bad := net("blue", "bad", "netclass-bridge")
@@ -72,7 +73,7 @@ func TestSync(t *testing.T) {
 	if err := d.Sync([]network.Network{storage, bad}); err == nil {
 		t.Error("a network that does not render: no error")
 	}
-	if got := names(t, d.StateDir); !slices.Equal(got, []string{"keep.txt", "storage.json"}) {
+	if got := names(t, state); !slices.Equal(got, []string{"keep.txt", "storage.json"}) {
 		t.Errorf("with a network that does not render: files %v", got)
 	}
 }
