@@ -2,6 +2,7 @@ package nad
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/skel"
@@ -24,6 +25,9 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	if list == nil {
 		return errNotOffered(c.conf, types.ErrTryAgainLater)
+	}
+	if err := c.staticAllowed(list); err != nil {
+		return err
 	}
 	res, err := c.cni.AddNetworkList(context.Background(), list, c.rt)
 	if err != nil {
@@ -107,4 +111,24 @@ func cmdStatus(args *skel.CmdArgs) error {
 		return errNotOffered(c.conf, attach.ErrPluginNotAvailable)
 	}
 	return c.delegated("STATUS", c.cni.GetStatusNetworkList(context.Background(), list))
+}
+
+// staticAllowed refuses a static MAC or static IPs from the caller
+// (runtimeConfig mac/ips) that no listed plugin takes: the network does not
+// allow static addresses, and libcni would drop them silently.
+func (c *call) staticAllowed(list *libcni.NetworkConfigList) error {
+	for _, key := range []string{"mac", "ips"} {
+		if v, ok := c.conf.RuntimeConfig[key]; !ok || v == nil || v == "" {
+			continue
+		}
+		taken := false
+		for _, p := range list.Plugins {
+			taken = taken || p.Network.Capabilities[key]
+		}
+		if !taken {
+			return types.NewError(types.ErrInvalidNetworkConfig,
+				fmt.Sprintf("netclass-nad: runtimeConfig.%s: network %s does not allow static addresses", key, c.conf.Ref), "")
+		}
+	}
+	return nil
 }

@@ -144,6 +144,8 @@ func TestInvalidConfiguration(t *testing.T) {
 	b := newBed(t)
 	_, err := b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", []byte(`{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"Blue/vx"}`)))
 	wantCode(t, "bad network", err, 7, "network: namespace \"Blue\"")
+	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"ips": []string{"10.77.0.9/24"}})))
+	wantCode(t, "static IPs the network does not take", err, 7, "runtimeConfig.ips: network blue/vx does not allow static addresses")
 	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "prevResult", map[string]any{"cniVersion": "1.0.0"})))
 	wantCode(t, "with a prevResult", err, 7, "prevResult")
 	if err := os.WriteFile(nadfile.Path(b.stateDir, nadfile.Ref{Namespace: "blue", Name: "vx"}), []byte(`{"version":"netclass.dev/nad/v0"}`), 0o644); err != nil {
