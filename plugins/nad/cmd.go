@@ -118,7 +118,7 @@ func cmdStatus(args *skel.CmdArgs) error {
 // allow static addresses, and libcni would drop them silently.
 func (c *call) staticAllowed(list *libcni.NetworkConfigList) error {
 	for _, key := range []string{"mac", "ips"} {
-		if v, ok := c.conf.RuntimeConfig[key]; !ok || v == nil || v == "" {
+		if empty(c.conf.RuntimeConfig[key]) {
 			continue
 		}
 		taken := false
@@ -131,4 +131,19 @@ func (c *call) staticAllowed(list *libcni.NetworkConfigList) error {
 		}
 	}
 	return nil
+}
+
+// empty reports whether a runtimeConfig value asks for nothing (absent,
+// null, "" or an empty list, as a runtime may pass for a capability the
+// pod did not use).
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	}
+	return false
 }

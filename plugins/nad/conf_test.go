@@ -98,3 +98,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestEmpty(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want bool
+	}{{nil, true}, {"", true}, {[]any{}, true}, {"02:00:00:00:00:01", false}, {[]any{"10.0.0.1/24"}, false}} {
+		if got := empty(c.v); got != c.want {
+			t.Errorf("empty(%#v) = %v", c.v, got)
+		}
+	}
+}
