@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/netclass-dev/netclass/conf/nadfile"
@@ -133,7 +134,10 @@ func inBlock(t *testing.T, e *harness.Env, cluster string, n bed.Node, subnet, a
 // running what each node's netclass-dra rendered) with an address of their
 // node's block, reach each other across the nodes, and network-status says
 // what they have; deleting the Network deletes the NAD, which stays until
-// its pods are gone.
+// its pods are gone. A netclass-bridge PodNetwork listing the namespace in
+// netclass.dev/nad-namespaces gets its NAD there too (pods a and c on node
+// 1 reach each other over it as net2), deleted once the list drops the
+// namespace and its last pod is gone.
 func TestMultusGeneratedNAD(t *testing.T) {
 	e := harness.Shared(t)
 	n1, n2 := twoNodes(t, e)
@@ -145,6 +149,8 @@ func TestMultusGeneratedNAD(t *testing.T) {
 	}
 	class := e.Class(t, harness.NetworkKind)
 	cluster := autoVXLANCluster(t, e)
+	pn, bridge := "e2e-nadpn-"+harness.Unique(5), "ncnp"+harness.Unique(5)
+	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), map[string]string{"tier": "storage"}, bridge)
 	ns := testbed.Namespace(t, e.Kube)
 	subnet := harness.RandomSubnet()
 	e.Network(t, ns, "vx", cluster, harness.RandomVNI(), subnet)
@@ -165,10 +171,13 @@ func TestMultusGeneratedNAD(t *testing.T) {
 		return err == nil && nad.Owned(u), fmt.Sprint(u), err
 	})
 	t.Logf("NAD generated and lists rendered on both nodes %v after the Network", time.Since(start).Round(time.Millisecond))
+	genPodNetworkNAD(t, e, dyn, pn, ns)
 	var pods []*corev1.Pod
-	for _, p := range []struct{ name, node string }{{"a", n1.Name}, {"b", n2.Name}} {
+	for _, p := range []struct{ name, node, networks string }{
+		{"a", n1.Name, "vx@net1, " + pn + "@net2"}, {"b", n2.Name, "vx@net1"}, {"c", n1.Name, pn + "@net2"},
+	} {
 		pod := testbed.OnNode(testbed.Pod(ns, p.name, "sleep", "3600"), p.node)
-		pod.Annotations = map[string]string{nad.AnnotationNetworks: "vx@net1"}
+		pod.Annotations = map[string]string{nad.AnnotationNetworks: p.networks}
 		pods = append(pods, pod)
 	}
 	e.RunPods(t, pods...)
@@ -189,35 +198,81 @@ func TestMultusGeneratedNAD(t *testing.T) {
 	}
 	e.Ping(t, ns, "a", "net1", addr["b"])
 	e.Ping(t, ns, "b", "net1", addr["a"])
+	c := e.MustIface(t, ns, "c", "net2")
+	e.Ping(t, ns, "a", "net2", strings.Split(c.CIDRs[0], "/")[0])
 	genDeleteNetwork(t, e, dyn, ns)
+	genDropNamespace(t, e, dyn, pn, ns)
+}
+
+// genPodNetworkNAD lists the namespace in the PodNetwork's
+// netclass.dev/nad-namespaces and waits for its NAD there, labelled as the
+// PodNetwork is.
+func genPodNetworkNAD(t *testing.T, e *harness.Env, dyn dynamic.Interface, pn, ns string) {
+	t.Helper()
+	genAnnotate(t, e, pn, ns)
+	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "NAD "+ns+"/"+pn, func(ctx context.Context) (bool, string, error) {
+		u, err := genGetNAD(ctx, dyn, ns, pn)
+		if apierrors.IsNotFound(err) {
+			return false, "not yet", nil
+		}
+		return err == nil && nad.Owned(u) && u.GetLabels()["tier"] == "storage", fmt.Sprint(u), err
+	})
+}
+
+// genAnnotate sets (ns != "") or removes the PodNetwork's netclass.dev/nad-namespaces.
+func genAnnotate(t *testing.T, e *harness.Env, pn, ns string) {
+	t.Helper()
+	value := "null"
+	if ns != "" {
+		value = fmt.Sprintf("%q", ns)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, nad.AnnotationNamespaces, value)
+	if _, err := e.NC.MultinetworkV1().PodNetworks().Patch(testbed.Context(t, time.Minute), pn, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotate PodNetwork %s: %v", pn, err)
+	}
+}
+
+// genDropNamespace removes the namespace from the PodNetwork's list: its
+// NAD is deleted, held while pod c names it, and gone once c is.
+func genDropNamespace(t *testing.T, e *harness.Env, dyn dynamic.Interface, pn, ns string) {
+	t.Helper()
+	genAnnotate(t, e, pn, "")
+	genReleased(t, e, dyn, ns, pn, "c")
 }
 
 // genDeleteNetwork deletes the Network: its NAD is deleted but stays while
-// pods a and b name it, and goes once they are gone.
+// pods a and b name it, and goes once they are gone (a's net2 goes with a).
 func genDeleteNetwork(t *testing.T, e *harness.Env, dyn dynamic.Interface, ns string) {
 	t.Helper()
 	if err := e.NC.NetclassV1alpha1().Networks(ns).Delete(testbed.Context(t, time.Minute), "vx", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "NAD deleting, held", func(ctx context.Context) (bool, string, error) {
-		u, err := genGetNAD(ctx, dyn, ns, "vx")
+	genReleased(t, e, dyn, ns, "vx", "a", "b")
+}
+
+// genReleased: the NAD is being deleted but stays while the pods name it,
+// and goes once they are deleted.
+func genReleased(t *testing.T, e *harness.Env, dyn dynamic.Interface, ns, name string, pods ...string) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "NAD "+name+" deleting, held", func(ctx context.Context) (bool, string, error) {
+		u, err := genGetNAD(ctx, dyn, ns, name)
 		if err != nil {
 			return false, "", fmt.Errorf("the NAD went while its pods name it: %w", err)
 		}
 		return u.GetDeletionTimestamp() != nil, fmt.Sprint(u.GetFinalizers()), nil
 	})
-	for _, p := range []string{"a", "b"} {
+	for _, p := range pods {
 		if err := e.Kube.CoreV1().Pods(ns).Delete(testbed.Context(t, time.Minute), p, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	start := time.Now()
-	testbed.Poll(t, testbed.Context(t, 2*time.Minute), 200*time.Millisecond, "NAD gone", func(ctx context.Context) (bool, string, error) {
-		_, err := genGetNAD(ctx, dyn, ns, "vx")
+	testbed.Poll(t, testbed.Context(t, 2*time.Minute), 200*time.Millisecond, "NAD "+name+" gone", func(ctx context.Context) (bool, string, error) {
+		_, err := genGetNAD(ctx, dyn, ns, name)
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}
 		return false, "still there", err
 	})
-	t.Logf("NAD gone %v after its pods were deleted", time.Since(start).Round(time.Millisecond))
+	t.Logf("NAD %s gone %v after its pods were deleted", name, time.Since(start).Round(time.Millisecond))
 }
