@@ -89,6 +89,16 @@ func genRenderHere(t *testing.T, e *harness.Env) {
 	e.RestartDRAsWith(t, "--nad-dir="+genNADDir)
 }
 
+// genWaitFile waits for the node's rendered list of the network.
+func genWaitFile(t *testing.T, n bed.Node, ref nadfile.Ref) {
+	t.Helper()
+	file := n.HostPath(nadfile.Path(nadfile.DefaultStateDir, ref))
+	testbed.Poll(t, testbed.Context(t, time.Minute), 100*time.Millisecond, "rendered list of "+ref.String()+" on "+n.Name, func(context.Context) (bool, string, error) {
+		_, err := os.Stat(file)
+		return err == nil, fmt.Sprint(err), nil
+	})
+}
+
 func genGetNAD(ctx context.Context, dyn dynamic.Interface, ns, name string) (*unstructured.Unstructured, error) {
 	return dyn.Resource(nad.GVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 }
@@ -148,6 +158,7 @@ func TestMultusGeneratedNAD(t *testing.T) {
 		t.Fatal(err)
 	}
 	class := e.Class(t, harness.NetworkKind)
+	pnClass := e.Class(t, harness.PodNetworkKind)
 	cluster := autoVXLANCluster(t, e)
 	pn, bridge := "e2e-nadpn-"+harness.Unique(5), "ncnp"+harness.Unique(5)
 	e.PodNetwork(t, pn, harness.BridgeParams(bridge, harness.RandomSubnet()), map[string]string{"tier": "storage"}, bridge)
@@ -157,11 +168,7 @@ func TestMultusGeneratedNAD(t *testing.T) {
 	start := time.Now()
 	for _, n := range []bed.Node{n1, n2} {
 		e.WaitDeviceOn(t, n.Name, class, ns, "vx", true)
-		file := n.HostPath(nadfile.Path(nadfile.DefaultStateDir, nadfile.Ref{Namespace: ns, Name: "vx"}))
-		testbed.Poll(t, testbed.Context(t, time.Minute), 100*time.Millisecond, "rendered list on "+n.Name, func(context.Context) (bool, string, error) {
-			_, err := os.Stat(file)
-			return err == nil, fmt.Sprint(err), nil
-		})
+		genWaitFile(t, n, nadfile.Ref{Namespace: ns, Name: "vx"})
 	}
 	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "NAD "+ns+"/vx", func(ctx context.Context) (bool, string, error) {
 		u, err := genGetNAD(ctx, dyn, ns, "vx")
@@ -172,6 +179,8 @@ func TestMultusGeneratedNAD(t *testing.T) {
 	})
 	t.Logf("NAD generated and lists rendered on both nodes %v after the Network", time.Since(start).Round(time.Millisecond))
 	genPodNetworkNAD(t, e, dyn, pn, ns)
+	e.WaitDeviceOn(t, n1.Name, pnClass, "", pn, true)
+	genWaitFile(t, n1, nadfile.Ref{Name: pn})
 	var pods []*corev1.Pod
 	for _, p := range []struct{ name, node, networks string }{
 		{"a", n1.Name, "vx@net1, " + pn + "@net2"}, {"b", n2.Name, "vx@net1"}, {"c", n1.Name, pn + "@net2"},
