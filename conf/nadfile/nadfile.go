@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/netclass-dev/netclass/conf/field"
+	"github.com/netclass-dev/netclass/conf/netconf"
 )
 
 // Version is the format of the file; a reader refuses any other, so a
@@ -28,12 +29,13 @@ const (
 	// Subdir is the directory under the state directory holding the files.
 	Subdir = "nad"
 	// DataDir is where the plugins keep the records of attachments made
-	// through a generated NAD: apart from netclass-dra's own
-	// (render.StateDir), so that the CNI GC netclass-dra runs with its
-	// claims' attachments never removes them. host-local's reservations
-	// stay shared with the claims' (render.IPAMStateDir): both draw from the
-	// same node block.
-	DataDir = "/var/lib/cni/netclass-nad"
+	// through a generated NAD: their default (netconf.DefaultDataDir), where
+	// the attachments Multus makes through hand-written NADs are too, apart
+	// from netclass-dra's own (render.StateDir), so that the CNI GC
+	// netclass-dra runs with its claims' attachments never removes them.
+	// host-local's reservations stay shared with the claims'
+	// (render.IPAMStateDir): both draw from the same node block.
+	DataDir = netconf.DefaultDataDir
 )
 
 // CacheDir is where netclass-nad keeps libcni's result cache under the

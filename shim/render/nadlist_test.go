@@ -13,9 +13,9 @@ func TestNADConfList(t *testing.T) {
 		want   string
 	}{
 		{"defaults", "", false,
-			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass-nad","portSecurity":{"spoofCheck":true}}`},
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
 		{"static addresses allowed", "", true,
-			`{"capabilities":{"bandwidth":true,"ips":true,"mac":true,"qos":true},"dataDir":"/var/lib/cni/netclass-nad","portSecurity":{"spoofCheck":true}}`},
+			`{"capabilities":{"bandwidth":true,"ips":true,"mac":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
 		{"the network's own dataDir and qos", `"dataDir":"/srv/x","qos":{"dscp":8},`, false,
 			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/srv/x","portSecurity":{"spoofCheck":true},"qos":{"dscp":8}}`},
 	} {
