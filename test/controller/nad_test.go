@@ -39,7 +39,7 @@ func nadCRD() *unstructured.Unstructured {
 }
 
 // installNADCRD installs the NAD CRD unless it is there, and removes it at
-// the end if it installed it (after the subtest's other cleanups).
+// the end if it installed it.
 func installNADCRD(t *testing.T, e *env, dyn dynamic.Interface) {
 	t.Helper()
 	crds := dyn.Resource(crdGVR)
@@ -72,7 +72,9 @@ func testGeneratedNAD(t *testing.T, e *env) {
 	e.createPodNetwork(t, taken, "netclass.dev", bridgeParams("ncnat"+e.suffix))
 	waitReady(t, e, pn, metav1.ConditionTrue, "Ready")
 	waitReady(t, e, taken, metav1.ConditionTrue, "Ready")
-	installNADCRD(t, e, dyn) // after the PodNetworks: its cleanup runs after theirs, when no NAD holds it
+	// Its cleanup runs before the PodNetworks': deleting the CRD deletes the
+	// NADs left, whose finalizer the controller (still running) releases.
+	installNADCRD(t, e, dyn)
 	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "NAD API served", func(ctx context.Context) (bool, string, error) {
 		_, err := nads.List(ctx, metav1.ListOptions{})
 		return err == nil, fmt.Sprint(err), nil
