@@ -30,6 +30,7 @@ func main() {
 	nriSocket := flag.String("nri-socket", "/var/run/nri/nri.sock", "the container runtime's NRI socket")
 	cniBinDir := flag.String("cni-bin-dir", "/opt/cni/bin", "directory of the CNI plugin binaries (a comma-separated list is searched in order)")
 	stateDir := flag.String("state-dir", "/var/lib/netclass", "where the checkpoint and the CNI result cache live")
+	nadDir := flag.String("nad-dir", "", "where the configurations of the networks offered here are rendered for the NetworkAttachmentDefinitions netclass-controller generates (netclass-nad reads <its stateDir>/nad; default: <state-dir>/nad)")
 	slots := flag.Int("fallback-slots", 16, "devices per network when the API server cannot share one device among claims")
 	noShared := flag.Bool("no-shared-devices", false, "publish single-use device slots instead of one shared device per network")
 	health := flag.String("health-address", "127.0.0.1:9810", "where /healthz and /readyz answer probes (empty: nowhere)")
@@ -48,7 +49,7 @@ func main() {
 	}
 	if err := run(ctx, *kubeconfig, daemon.Config{
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
-		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir,
+		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir, NADDir: *nadDir,
 		Slots: *slots, NoSharedDevices: *noShared, HealthAddress: *health, NoNodeDevices: !*nodeDevices,
 		MetricsAddress: *metrics,
 		VFs:            sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},

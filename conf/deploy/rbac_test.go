@@ -67,6 +67,12 @@ func controllerCalls() []apiCall {
 	add(calls(mod+"controller/nodeindex", `Nodes\(\)\.Patch\(ctx`, "", "nodes", "patch"))
 	add(calls(mod+"controller/podnetwork", `Resource\(\)\.V1\(\)\.ResourceClaims\(\)`, res, "resourceclaims", "list", "watch"))
 	add(calls(mod+"controller/podnetwork", `Resource\(\)\.V1\(\)\.ResourceSlices\(\)`, res, "resourceslices", "list", "watch"))
+	add(calls(mod+"controller/nad", `Namespace\(metav1\.NamespaceAll\)\.List\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "list"))
+	add(calls(mod+"controller/nad", `res\.Get\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "get"))
+	add(calls(mod+"controller/nad", `res\.Create\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "create"))
+	add(calls(mod+"controller/nad", `res\.Update\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "update"))
+	add(calls(mod+"controller/nad", `Namespace\(u\.GetNamespace\(\)\)\.Delete\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "delete"))
+	add(calls(mod+"controller/nad", `CoreV1\(\)\.Pods\(ns\)\.List\(ctx`, "", "pods", "list"))
 	add(calls(record, `sink\.Create\(`, "", "events", "create"))
 	add(calls(record, `sink\.Patch\(`, "", "events", "patch"))
 	lease := "k8s.io/client-go/tools/leaderelection/resourcelock"

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -35,6 +36,7 @@ import (
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
 	"github.com/netclass-dev/netclass/controller/clusternetwork"
 	"github.com/netclass-dev/netclass/controller/metrics"
+	"github.com/netclass-dev/netclass/controller/nad"
 	"github.com/netclass-dev/netclass/controller/network"
 	"github.com/netclass-dev/netclass/controller/networkclass"
 	"github.com/netclass-dev/netclass/controller/networkqos"
@@ -63,6 +65,9 @@ type Options struct {
 	Workers int
 	// NetworkClassRecheck is how often NetworkClasses are checked against discovery again.
 	NetworkClassRecheck time.Duration
+	// NADRecheck is how often the generated NetworkAttachmentDefinitions are
+	// synced without an event (0: nad.DefaultRecheck).
+	NADRecheck time.Duration
 	// HealthAddress is where /healthz and /readyz answer probes ("": nowhere).
 	HealthAddress string
 	// MetricsAddress is where /metrics serves Registry ("": nowhere; the
@@ -112,6 +117,7 @@ func RestConfig(path string) (*rest.Config, error) {
 // run goes: the probes' state and the process's metrics.
 type clients struct {
 	kube     kubernetes.Interface
+	dyn      dynamic.Interface
 	nc       ncclient.Interface
 	recorder record.EventRecorder
 	probes   *probes
@@ -139,7 +145,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
-	cl := clients{kube: kube, nc: nc, probes: &probes{elect: opts.LeaderElect}, metrics: m}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	cl := clients{kube: kube, dyn: dyn, nc: nc, probes: &probes{elect: opts.LeaderElect}, metrics: m}
 	stopServing, err := endpoints.Serve(ctx, endpoints.New(opts.HealthAddress, opts.MetricsAddress, cl.probes, reg))
 	if err != nil {
 		return err
@@ -281,6 +291,11 @@ func build(cl clients, kubeInf informers.SharedInformerFactory, ncInf ncinformer
 	add(nodeindex.New(cl.kube, kubeInf, cl.recorder))
 	add(network.New(cl.nc, ncInf, cl.recorder))
 	add(networkqos.New(cl.nc, ncInf, cl.recorder))
+	nads, err := nad.New(cl.dyn, cl.kube.Discovery(), cl.kube, ncInf, cl.recorder)
+	if err == nil && opts.NADRecheck > 0 {
+		nads.Recheck = opts.NADRecheck
+	}
+	add(nads, err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("build reconcilers: %w", errors.Join(errs...))
 	}

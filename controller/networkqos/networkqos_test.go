@@ -51,9 +51,16 @@ func TestValidate(t *testing.T) {
 					netclassv1alpha1.Rule{DSCP: 2, Bandwidth: &netclassv1alpha1.Bandwidth{Burst: i64(5)}},
 				)
 				q.Spec.PodSelector = *badSel
+				q.Spec.NetworkSelectors = netclassv1alpha1.NetworkSelectors{{
+					NetworkSelectionType: netclassv1alpha1.NetworkAttachmentDefinitions,
+					NetworkAttachmentDefinitionSelector: &netclassv1alpha1.NetworkAttachmentDefinitionSelector{
+						NamespaceSelector: *badSel, NetworkSelector: *badSel,
+					},
+				}}
 				return q
 			}(),
-			wants: []string{"spec.podSelector", "spec.egress[0].classifier.to[0].podSelector", "spec.egress[0].classifier.to[1].ipBlock.except[0]", "spec.egress[1].bandwidth.rate"},
+			wants: []string{"spec.podSelector", "spec.networkSelectors[0].networkAttachmentDefinitionSelector.namespaceSelector",
+				"spec.networkSelectors[0].networkAttachmentDefinitionSelector.networkSelector", "spec.egress[0].classifier.to[0].podSelector", "spec.egress[0].classifier.to[1].ipBlock.except[0]", "spec.egress[1].bandwidth.rate"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,11 @@ func Validate(q *netclassv1alpha1.NetworkQoS) error {
 		p := field.Path("spec.networkSelectors").Index(i)
 		errs.Append(selector(p.Child("podNetworkSelector"), ns.PodNetworkSelector))
 		errs.Append(selector(p.Child("networkSelector"), ns.NetworkSelector))
+		if nad := ns.NetworkAttachmentDefinitionSelector; nad != nil {
+			q := p.Child("networkAttachmentDefinitionSelector")
+			errs.Append(selector(q.Child("namespaceSelector"), &nad.NamespaceSelector))
+			errs.Append(selector(q.Child("networkSelector"), &nad.NetworkSelector))
+		}
 	}
 	spec := qos.Spec{}
 	for i, r := range q.Spec.Egress {
@@ -100,11 +105,14 @@ func describe(q *netclassv1alpha1.NetworkQoS, podNetworks, networks int) string 
 	if len(q.Spec.NetworkSelectors) == 0 {
 		return "valid; selects the default network (the pods' primary interface): no networkSelectors"
 	}
-	primary := ""
+	primary, nads := "", ""
 	for _, s := range q.Spec.NetworkSelectors {
-		if s.NetworkSelectionType == netclassv1alpha1.DefaultNetwork {
+		switch s.NetworkSelectionType {
+		case netclassv1alpha1.DefaultNetwork:
 			primary = "the default network (the pods' primary interface), "
+		case netclassv1alpha1.NetworkAttachmentDefinitions:
+			nads = ", and the attachments made through the NetworkAttachmentDefinitions its selector selects"
 		}
 	}
-	return fmt.Sprintf("valid; selects %s%d PodNetwork(s) and %d Network(s) of its namespace (its networkSelectors)", primary, podNetworks, networks)
+	return fmt.Sprintf("valid; selects %s%d PodNetwork(s) and %d Network(s) of its namespace%s (its networkSelectors)", primary, podNetworks, networks, nads)
 }

@@ -254,6 +254,8 @@ main() {
   fi
   # before the pods go: SIGINT, so that it deletes its table (knp.sh)
   "$here/knp.sh" stop || warn "kube-network-policies did not stop cleanly"
+  # before the pods go too: their DEL must still reach Multus (multus.sh)
+  "$here/multus.sh" stop || warn "multus did not stop cleanly"
   drain
   stop_nodes
   stop kubelet

@@ -16,6 +16,8 @@ TESTBED_KUBECONFIG ?= $(TESTBED_STATE)/admin.kubeconfig
 TESTBED_NODES ?= 2
 # The primary NetworkPolicy engine on the pods' eth0: none (default) or kube-network-policies.
 TESTBED_PRIMARY_POLICY ?= $(or $(NETCLASS_TESTBED_PRIMARY_POLICY),none)
+# Multus (thick plugin) in front of the primary network on every node: 0 (default) or 1.
+TESTBED_MULTUS ?= $(or $(NETCLASS_TESTBED_MULTUS),0)
 
 .PHONY: testbed-build testbed-up testbed-down testbed-test testbed-deploy testbed-undeploy \
 	testbed-node-add testbed-node-remove
@@ -23,7 +25,7 @@ testbed-build:
 	bash $(TESTBED_SCRIPTS)/build.sh
 
 testbed-up: testbed-build
-	TESTBED_NODES=$(TESTBED_NODES) NETCLASS_TESTBED_PRIMARY_POLICY=$(TESTBED_PRIMARY_POLICY) bash $(TESTBED_SCRIPTS)/up.sh
+	TESTBED_NODES=$(TESTBED_NODES) NETCLASS_TESTBED_PRIMARY_POLICY=$(TESTBED_PRIMARY_POLICY) NETCLASS_TESTBED_MULTUS=$(TESTBED_MULTUS) bash $(TESTBED_SCRIPTS)/up.sh
 
 testbed-down:
 	bash $(TESTBED_SCRIPTS)/down.sh

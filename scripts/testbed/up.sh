@@ -276,12 +276,23 @@ primary_policy() {
   esac
 }
 
+# multus: Multus in front of the primary network on every node, off unless
+# NETCLASS_TESTBED_MULTUS=1 (multus.sh; README.md, "Multus").
+multus() {
+  case ${NETCLASS_TESTBED_MULTUS:-0} in
+  0 | "") ;;
+  1) "$here/multus.sh" start ;;
+  *) die "NETCLASS_TESTBED_MULTUS=$NETCLASS_TESTBED_MULTUS: 0 or 1" ;;
+  esac
+}
+
 main() {
   wanted_nodes >/dev/null
   local start_time=$SECONDS c
   if control_plane_up; then
     converge_nodes
     primary_policy
+    multus
     log "up: nodes $(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES) (KUBECONFIG=$KUBECONFIG_PATH)"
     return 0
   fi
@@ -314,6 +325,7 @@ main() {
   touch "$STATE_DIR/up"
   converge_nodes
   primary_policy
+  multus
   for c in "${COMPONENTS[@]}"; do alive "$c"; done
   log "up in $((SECONDS - start_time)) s: nodes $(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES) Ready; API server $APISERVER_URL; KUBECONFIG=$KUBECONFIG_PATH"
 }

@@ -34,9 +34,11 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncclient "github.com/netclass-dev/netclass/api/generated/clientset/versioned"
 	ncinformers "github.com/netclass-dev/netclass/api/generated/informers/externalversions"
+	"github.com/netclass-dev/netclass/conf/nadfile"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/cni"
 	"github.com/netclass-dev/netclass/shim/metrics"
+	"github.com/netclass-dev/netclass/shim/nadfiles"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
 	"github.com/netclass-dev/netclass/shim/nodenetwork"
@@ -59,6 +61,9 @@ type Config struct {
 	NRISocket  string
 	CNIBinDirs []string
 	StateDir   string
+	// NADDir is where the rendered lists of generated NADs are kept
+	// (nadfiles; "": StateDir/nad, where netclass-nad looks by default).
+	NADDir string
 	// Slots is the number of single-use devices per network when shared
 	// devices are unavailable or disabled.
 	Slots int
@@ -268,7 +273,7 @@ func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir})
+	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir}, nadfiles.Dir{Path: d.cfg.nadDir()})
 	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
 	collect.offered = d.devices.Offer
 	d.publisher = publish.New(collect,
@@ -403,4 +408,12 @@ func poke(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// nadDir is NADDir or its default.
+func (c Config) nadDir() string {
+	if c.NADDir != "" {
+		return c.NADDir
+	}
+	return filepath.Join(c.StateDir, nadfile.Subdir)
 }

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/shim/nadfiles"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
 )
@@ -23,6 +24,9 @@ const deviceInterval = 10 * time.Second
 type deviceLoop struct {
 	engine *nodedevices.Engine
 	poke   chan struct{}
+	// files keeps the rendered lists of generated NADs (nadfiles) at the
+	// networks offered, after their devices are set up.
+	files nadfiles.Dir
 
 	mu      sync.Mutex
 	latest  []network.Network
@@ -30,8 +34,8 @@ type deviceLoop struct {
 	devices map[string][]string // by ClusterNetwork, from the last run
 }
 
-func newDeviceLoop(engine *nodedevices.Engine) *deviceLoop {
-	return &deviceLoop{engine: engine, poke: make(chan struct{}, 1)}
+func newDeviceLoop(engine *nodedevices.Engine, files nadfiles.Dir) *deviceLoop {
+	return &deviceLoop{engine: engine, files: files, poke: make(chan struct{}, 1)}
 }
 
 // Offer hands the loop the networks now offered on the node.
@@ -55,7 +59,7 @@ func (l *deviceLoop) Run(ctx context.Context, changed chan struct{}) {
 	logger := klog.FromContext(ctx)
 	tick := time.NewTicker(deviceInterval)
 	defer tick.Stop()
-	lastErr := ""
+	lastErr, lastFilesErr := "", ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,6 +79,12 @@ func (l *deviceLoop) Run(ctx context.Context, changed chan struct{}) {
 				logger.Error(err, "Setting up the node's network devices failed")
 			}
 			lastErr = msg
+		}
+		if msg := errText(l.files.Sync(nets)); msg != lastFilesErr {
+			if msg != "" {
+				logger.Error(nil, "Writing the rendered configurations of generated NADs failed", "problem", msg)
+			}
+			lastFilesErr = msg
 		}
 		if l.record(nets, res) {
 			poke(changed)

@@ -25,6 +25,36 @@ type Target struct {
 	Namespace string
 	PodLabels map[string]string
 	Network   network.Network
+	// NAD is the NetworkAttachmentDefinition the attachment was made
+	// through (nil: none known), which NetworkQoS selects with
+	// networkSelectionType NetworkAttachmentDefinitions.
+	NAD *NAD
+}
+
+// NAD is a NetworkAttachmentDefinition as a NetworkQoS NAD selector sees
+// it: its identity, its labels and its namespace's labels (from listers).
+type NAD struct {
+	Namespace, Name string
+	Labels          map[string]string
+	NamespaceLabels map[string]string
+}
+
+// SelectsNAD reports whether sel selects nad: its namespace's labels match
+// namespaceSelector and its own labels networkSelector (empty selectors
+// select all). A nil NAD or selector selects nothing.
+func SelectsNAD(sel *ncv1.NetworkAttachmentDefinitionSelector, nad *NAD) (bool, error) {
+	if sel == nil || nad == nil {
+		return false, nil
+	}
+	nsSel, err := metav1.LabelSelectorAsSelector(&sel.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Errorf("namespaceSelector: %w", err)
+	}
+	netSel, err := metav1.LabelSelectorAsSelector(&sel.NetworkSelector)
+	if err != nil {
+		return false, fmt.Errorf("networkSelector: %w", err)
+	}
+	return nsSel.Matches(labels.Set(nad.NamespaceLabels)) && netSel.Matches(labels.Set(nad.Labels)), nil
 }
 
 // Rules compiles the NetworkQoS objects of the pod's namespace that select the
@@ -83,6 +113,12 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 		switch {
 		case ns.NetworkSelectionType == ncv1.DefaultNetwork && t.Network.IsDefault():
 			return true, nil
+		case ns.NetworkSelectionType == ncv1.NetworkAttachmentDefinitions:
+			ok, err := SelectsNAD(ns.NetworkAttachmentDefinitionSelector, t.NAD)
+			if err != nil || ok {
+				return ok, wrapSel(obj, err)
+			}
+			continue
 		case ns.NetworkSelectionType == ncv1.PodNetworks && t.Network.Ref.Kind == network.PodNetworkGVK.Kind:
 			sel = ns.PodNetworkSelector
 		case ns.NetworkSelectionType == ncv1.Networks && t.Network.Ref.Kind == network.NetworkGVK.Kind:
@@ -95,13 +131,21 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 		}
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
-			return false, fmt.Errorf("NetworkQoS %s/%s: networkSelectors: %w", obj.Namespace, obj.Name, err)
+			return false, wrapSel(obj, err)
 		}
 		if s.Matches(labels.Set(t.Network.Labels)) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// wrapSel names the object of a networkSelectors error (nil stays nil).
+func wrapSel(obj *ncv1.NetworkQoS, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("NetworkQoS %s/%s: networkSelectors: %w", obj.Namespace, obj.Name, err)
 }
 
 func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, peers Peers) (qos.Rule, bool, error) {

@@ -63,7 +63,7 @@ func build() (string, error) {
 		return "", err
 	}
 	args := []string{"build", "-o", dir + "/"}
-	for _, p := range []string{"netclass-bridge", "netclass-vxlan", "netclass-qos", "netclass-vlan", "netclass-sriov"} {
+	for _, p := range []string{"netclass-bridge", "netclass-vxlan", "netclass-qos", "netclass-vlan", "netclass-sriov", "netclass-nad"} {
 		if _, err := os.Stat(filepath.Join(root, "cmd", p)); err == nil {
 			args = append(args, "./cmd/"+p)
 		}

@@ -74,6 +74,7 @@ func TestController(t *testing.T) {
 	t.Run("InUseHoldsDeletion", func(t *testing.T) { testInUse(t, e) })
 	t.Run("ClusterNetworkAndNetwork", func(t *testing.T) { testClusterNetwork(t, e) })
 	t.Run("NetworkQoS", func(t *testing.T) { testNetworkQoS(t, e) })
+	t.Run("GeneratedNAD", func(t *testing.T) { testGeneratedNAD(t, e) })
 }
 
 // startController runs the controller until the test ends, impersonating its service
@@ -90,7 +91,7 @@ func startController(t *testing.T, cfg *rest.Config, identity string) {
 	go func() {
 		done <- manager.Run(ctx, sa, manager.Options{
 			LeaderElect: true, LeaseNamespace: "netclass-system", Identity: identity,
-			NetworkClassRecheck: 2 * time.Second,
+			NetworkClassRecheck: 2 * time.Second, NADRecheck: 2 * time.Second,
 		})
 	}()
 	t.Cleanup(func() {

@@ -53,6 +53,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &netclassv1alpha1.IPBlockApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Network"):
 		return &netclassv1alpha1.NetworkApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinitionSelector"):
+		return &netclassv1alpha1.NetworkAttachmentDefinitionSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkBandwidth"):
 		return &netclassv1alpha1.NetworkBandwidthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkQoS"):

@@ -93,12 +93,12 @@ type NetworkQoSSpec struct {
 // +listType=map
 // +listMapKey=networkSelectionType
 // +kubebuilder:validation:MinItems=1
-// +kubebuilder:validation:MaxItems=3
+// +kubebuilder:validation:MaxItems=4
 type NetworkSelectors []NetworkSelector
 
 // NetworkSelectionType names the kind of network a NetworkSelector selects.
 //
-// +kubebuilder:validation:Enum=DefaultNetwork;PodNetworks;Networks
+// +kubebuilder:validation:Enum=DefaultNetwork;PodNetworks;Networks;NetworkAttachmentDefinitions
 type NetworkSelectionType string
 
 const (
@@ -111,13 +111,18 @@ const (
 	// Networks selects netclass Networks in the NetworkQoS's own namespace
 	// (a Network is only usable by pods of its namespace).
 	Networks NetworkSelectionType = "Networks"
+	// NetworkAttachmentDefinitions selects the netclass attachments made
+	// through a Multus NetworkAttachmentDefinition (k8s.cni.cncf.io/v1) the
+	// networkAttachmentDefinitionSelector selects, as OKEP-4380 and
+	// OVN-Kubernetes do. A NAD netclass-controller generates for a Network or
+	// PodNetwork also selects that network's claim attachments.
+	NetworkAttachmentDefinitions NetworkSelectionType = "NetworkAttachmentDefinitions"
 )
 
 // NetworkSelector selects networks of one type by label. The selector of
-// the matching type must be set and the other must not; DefaultNetwork
-// takes neither.
+// the matching type must be set and no other; DefaultNetwork takes none.
 //
-// +kubebuilder:validation:XValidation:rule="self.networkSelectionType == 'DefaultNetwork' ? !has(self.podNetworkSelector) && !has(self.networkSelector) : self.networkSelectionType == 'PodNetworks' ? has(self.podNetworkSelector) && !has(self.networkSelector) : has(self.networkSelector) && !has(self.podNetworkSelector)",message="podNetworkSelector is required for PodNetworks and networkSelector for Networks, and only that one; DefaultNetwork takes neither"
+// +kubebuilder:validation:XValidation:rule="self.networkSelectionType == 'DefaultNetwork' ? !has(self.podNetworkSelector) && !has(self.networkSelector) && !has(self.networkAttachmentDefinitionSelector) : self.networkSelectionType == 'PodNetworks' ? has(self.podNetworkSelector) && !has(self.networkSelector) && !has(self.networkAttachmentDefinitionSelector) : self.networkSelectionType == 'Networks' ? has(self.networkSelector) && !has(self.podNetworkSelector) && !has(self.networkAttachmentDefinitionSelector) : has(self.networkAttachmentDefinitionSelector) && !has(self.podNetworkSelector) && !has(self.networkSelector)",message="podNetworkSelector is required for PodNetworks, networkSelector for Networks and networkAttachmentDefinitionSelector for NetworkAttachmentDefinitions, and only that one; DefaultNetwork takes none"
 type NetworkSelector struct {
 	// networkSelectionType is the type of network selected.
 	// +required
@@ -133,6 +138,27 @@ type NetworkSelector struct {
 	// Networks.
 	// +optional
 	NetworkSelector *metav1.LabelSelector `json:"networkSelector,omitempty"`
+
+	// networkAttachmentDefinitionSelector selects NetworkAttachmentDefinitions
+	// by their namespace's labels and their own. For networkSelectionType
+	// NetworkAttachmentDefinitions (OKEP-4380's field, OVN-Kubernetes' shape).
+	// +optional
+	NetworkAttachmentDefinitionSelector *NetworkAttachmentDefinitionSelector `json:"networkAttachmentDefinitionSelector,omitempty"`
+}
+
+// NetworkAttachmentDefinitionSelector selects the NetworkAttachmentDefinitions
+// whose labels match networkSelector in the namespaces whose labels match
+// namespaceSelector (OVN-Kubernetes' type of the same name).
+type NetworkAttachmentDefinitionSelector struct {
+	// namespaceSelector selects namespaces by label; an empty selector
+	// selects all namespaces.
+	// +required
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+
+	// networkSelector selects NetworkAttachmentDefinitions of the selected
+	// namespaces by label; an empty selector selects all of them.
+	// +required
+	NetworkSelector metav1.LabelSelector `json:"networkSelector"`
 }
 
 // Rule is one egress NetworkQoS rule.

@@ -14,8 +14,7 @@ import (
 // with apply.
 //
 // NetworkSelector selects networks of one type by label. The selector of
-// the matching type must be set and the other must not; DefaultNetwork
-// takes neither.
+// the matching type must be set and no other; DefaultNetwork takes none.
 type NetworkSelectorApplyConfiguration struct {
 	// networkSelectionType is the type of network selected.
 	NetworkSelectionType *netclassv1alpha1.NetworkSelectionType `json:"networkSelectionType,omitempty"`
@@ -26,6 +25,10 @@ type NetworkSelectorApplyConfiguration struct {
 	// label; an empty selector selects all of them. For networkSelectionType
 	// Networks.
 	NetworkSelector *v1.LabelSelectorApplyConfiguration `json:"networkSelector,omitempty"`
+	// networkAttachmentDefinitionSelector selects NetworkAttachmentDefinitions
+	// by their namespace's labels and their own. For networkSelectionType
+	// NetworkAttachmentDefinitions (OKEP-4380's field, OVN-Kubernetes' shape).
+	NetworkAttachmentDefinitionSelector *NetworkAttachmentDefinitionSelectorApplyConfiguration `json:"networkAttachmentDefinitionSelector,omitempty"`
 }
 
 // NetworkSelectorApplyConfiguration constructs a declarative configuration of the NetworkSelector type for use with
@@ -55,5 +58,13 @@ func (b *NetworkSelectorApplyConfiguration) WithPodNetworkSelector(value *v1.Lab
 // If called multiple times, the NetworkSelector field is set to the value of the last call.
 func (b *NetworkSelectorApplyConfiguration) WithNetworkSelector(value *v1.LabelSelectorApplyConfiguration) *NetworkSelectorApplyConfiguration {
 	b.NetworkSelector = value
+	return b
+}
+
+// WithNetworkAttachmentDefinitionSelector sets the NetworkAttachmentDefinitionSelector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NetworkAttachmentDefinitionSelector field is set to the value of the last call.
+func (b *NetworkSelectorApplyConfiguration) WithNetworkAttachmentDefinitionSelector(value *NetworkAttachmentDefinitionSelectorApplyConfiguration) *NetworkSelectorApplyConfiguration {
+	b.NetworkAttachmentDefinitionSelector = value
 	return b
 }

@@ -1,0 +1,149 @@
+package nad
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netclass-dev/netclass/plugins/attach"
+)
+
+func cmdAdd(args *skel.CmdArgs) error {
+	c, err := newCall(args)
+	if err != nil {
+		return err
+	}
+	if len(c.conf.PrevResult) > 0 && string(c.conf.PrevResult) != "null" {
+		return types.NewError(types.ErrInvalidNetworkConfig, "netclass-nad: prevResult: netclass-nad must be the first plugin of its configuration (its delegates make the interface)", "")
+	}
+	list, err := c.current()
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		return errNotOffered(c.conf, types.ErrTryAgainLater)
+	}
+	if err := c.staticAllowed(list); err != nil {
+		return err
+	}
+	res, err := c.cni.AddNetworkList(context.Background(), list, c.rt)
+	if err != nil {
+		return c.delegated("ADD", err)
+	}
+	out, err := res.GetAsVersion(c.conf.CNIVersion)
+	if err != nil {
+		return types.NewError(types.ErrIncompatibleCNIVersion, "netclass-nad: result", err.Error())
+	}
+	return types.PrintResult(out, c.conf.CNIVersion)
+}
+
+// attached is the list the attachment was added with, else the current one
+// (nil: neither, nothing of ours to act on).
+func (c *call) attached() (*libcni.NetworkConfigList, error) {
+	list, err := c.cached()
+	if err != nil || list != nil {
+		return list, err
+	}
+	return c.current()
+}
+
+// cmdDel runs DEL of the list the attachment was added with (libcni's
+// cache keeps it), so a pod leaves cleanly after its network stopped being
+// offered; with neither that nor a current file there is nothing to delete.
+func cmdDel(args *skel.CmdArgs) error {
+	c, err := newCall(args)
+	if err != nil {
+		return err
+	}
+	list, err := c.attached()
+	if err != nil || list == nil {
+		return err
+	}
+	return c.delegated("DEL", c.cni.DelNetworkList(context.Background(), list, c.rt))
+}
+
+func cmdCheck(args *skel.CmdArgs) error {
+	c, err := newCall(args)
+	if err != nil {
+		return err
+	}
+	list, err := c.attached()
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		return errNotOffered(c.conf, types.ErrTryAgainLater)
+	}
+	return c.delegated("CHECK", c.cni.CheckNetworkList(context.Background(), list, c.rt))
+}
+
+// cmdGC runs GC of the current list with the caller's valid attachments.
+// For a PodNetwork it does nothing: its NADs in several namespaces share
+// one list, and a caller's GC of one NAD lists only that NAD's attachments.
+func cmdGC(args *skel.CmdArgs) error {
+	c, err := newCall(args)
+	if err != nil {
+		return err
+	}
+	if c.conf.Ref.Namespace == "" {
+		return nil
+	}
+	list, err := c.current()
+	if err != nil || list == nil {
+		return err
+	}
+	return c.delegated("GC", c.cni.GCNetworkList(context.Background(), list, &libcni.GCArgs{ValidAttachments: c.conf.ValidAttachments}))
+}
+
+func cmdStatus(args *skel.CmdArgs) error {
+	c, err := newCall(args)
+	if err != nil {
+		return err
+	}
+	list, err := c.current()
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		return errNotOffered(c.conf, attach.ErrPluginNotAvailable)
+	}
+	return c.delegated("STATUS", c.cni.GetStatusNetworkList(context.Background(), list))
+}
+
+// staticAllowed refuses a static MAC or static IPs from the caller
+// (runtimeConfig mac/ips) that no listed plugin takes: the network does not
+// allow static addresses, and libcni would drop them silently.
+func (c *call) staticAllowed(list *libcni.NetworkConfigList) error {
+	for _, key := range []string{"mac", "ips"} {
+		if empty(c.conf.RuntimeConfig[key]) {
+			continue
+		}
+		taken := false
+		for _, p := range list.Plugins {
+			taken = taken || p.Network.Capabilities[key]
+		}
+		if !taken {
+			return types.NewError(types.ErrInvalidNetworkConfig,
+				fmt.Sprintf("netclass-nad: runtimeConfig.%s: network %s does not allow static addresses", key, c.conf.Ref), "")
+		}
+	}
+	return nil
+}
+
+// empty reports whether a runtimeConfig value asks for nothing (absent,
+// null, "" or an empty list, as a runtime may pass for a capability the
+// pod did not use).
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}

@@ -1,0 +1,156 @@
+package nad_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/netclass-dev/netclass/conf/nadfile"
+	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/test/cnitest"
+	"github.com/netclass-dev/netclass/test/traffic"
+)
+
+// bed is a host namespace with a rendered file of network blue/vx: a
+// netclass-bridge list with a chained netclass-qos, as netclass-dra renders
+// one, under a state directory of the test's.
+type bed struct {
+	h        *cnitest.Host
+	stateDir string
+	ipamDir  string
+	file     []byte
+	conf     []byte
+}
+
+func newBed(t *testing.T) *bed {
+	t.Helper()
+	b := &bed{h: cnitest.NewHost(t), stateDir: t.TempDir(), ipamDir: t.TempDir()}
+	list := map[string]any{"cniVersion": "1.1.0", "name": "blue_vx", "plugins": []any{
+		map[string]any{"type": "netclass-bridge", "bridge": "nadbr0", "dataDir": t.TempDir(),
+			"capabilities": map[string]bool{"mac": true},
+			"ipam":         map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": "10.77.0.0/24"}}}, "dataDir": b.ipamDir}},
+		map[string]any{"type": "netclass-qos", "qos": map[string]any{"dscp": 10}, "dataDir": t.TempDir()},
+	}}
+	raw, _ := json.Marshal(list)
+	file, err := nadfile.Encode(nadfile.Ref{Namespace: "blue", Name: "vx"}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.file = file
+	b.write(t)
+	b.conf = []byte(`{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"blue/vx","stateDir":"` + b.stateDir + `"}`)
+	return b
+}
+
+func (b *bed) write(t *testing.T) {
+	t.Helper()
+	path := nadfile.Path(b.stateDir, nadfile.Ref{Namespace: "blue", Name: "vx"})
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bed) remove(t *testing.T) {
+	t.Helper()
+	if err := os.Remove(nadfile.Path(b.stateDir, nadfile.Ref{Namespace: "blue", Name: "vx"})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podIP(t *testing.T, r *current.Result) netip.Addr {
+	t.Helper()
+	if len(r.IPs) == 0 {
+		t.Fatalf("no address in %+v", r)
+	}
+	a, _ := netip.AddrFromSlice(r.IPs[0].Address.IP.To4())
+	return a
+}
+
+func wantCode(t *testing.T, what string, err error, code uint, msg string) {
+	t.Helper()
+	var te *types.Error
+	if !errors.As(err, &te) || te.Code != code || !strings.Contains(te.Msg+te.Details, msg) {
+		t.Errorf("%s: error %v, want CNI code %d mentioning %q", what, err, code, msg)
+	}
+}
+
+// Two pods attached through netclass-nad get what the rendered list makes
+// (the bridge's veth and address, the chained qos plugin's result passed
+// through, the caller's runtimeConfig reaching the plugin that declares
+// it), reach each other, pass CHECK; DEL after the file is gone (the
+// network no longer offered) still removes the attachment, from the list
+// ADD used; ADD and STATUS without the file say the network is not offered.
+func TestDelegatesToTheRenderedList(t *testing.T) {
+	b := newBed(t)
+	h := b.h
+	pa, pb := cnitest.NewPod(t), cnitest.NewPod(t)
+	withMAC := cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"mac": "02:00:00:00:77:01"})
+	ra := h.Add(t, "netclass-nad", withMAC, pa, "net1")
+	rb := h.Add(t, "netclass-nad", b.conf, pb, "net1")
+	if ra.CNIVersion != "1.0.0" {
+		t.Errorf("result version %s, want the caller's 1.0.0", ra.CNIVersion)
+	}
+	if got := pa.NS.Link(t, "net1").Attrs().HardwareAddr.String(); got != "02:00:00:00:77:01" {
+		t.Errorf("runtimeConfig.mac did not reach the bridge plugin: MAC %s", got)
+	}
+	if err := traffic.Ping(pa.NS, podIP(t, rb), 5*time.Second); err != nil {
+		t.Errorf("pod a -> pod b: %v", err)
+	}
+	if err := h.Check(t, "netclass-nad", withMAC, ra, pa, "net1"); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	b.remove(t)
+	_, err := h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", b.conf))
+	wantCode(t, "ADD of a network not offered", err, 11, "network blue/vx is not offered on this node")
+	v11 := cnitest.WithField(t, b.conf, "cniVersion", "1.1.0") // STATUS and GC are CNI 1.1
+	_, err = h.Exec(cnitest.Call{Plugin: "netclass-nad", Command: "STATUS", Conf: v11})
+	wantCode(t, "STATUS of a network not offered", err, 50, "not offered")
+	for i := range 2 {
+		if err := h.Del("netclass-nad", withMAC, pa, "net1"); err != nil {
+			t.Fatalf("DEL #%d without the file: %v", i+1, err)
+		}
+	}
+	if pa.NS.HasLink(t, "net1") || h.NS.HasLink(t, bridgeport.HostVethName(pa.ID, "net1")) {
+		t.Error("DEL left pod a's veth behind")
+	}
+	if _, err := os.Stat(filepath.Join(b.ipamDir, "blue_vx", podIP(t, ra).String())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("DEL left pod a's address reserved (%v)", err)
+	}
+	b.write(t)
+	if _, err := h.Exec(cnitest.Call{Plugin: "netclass-nad", Command: "STATUS", Conf: v11}); err != nil {
+		t.Errorf("STATUS: %v", err)
+	}
+	if err := h.GC(t, "netclass-nad", v11); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if h.NS.HasLink(t, bridgeport.HostVethName(pb.ID, "net1")) {
+		t.Error("GC without pod b among the valid attachments left its veth")
+	}
+}
+
+// Configuration problems are CNI error 7 naming the field.
+func TestInvalidConfiguration(t *testing.T) {
+	b := newBed(t)
+	_, err := b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", []byte(`{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"Blue/vx"}`)))
+	wantCode(t, "bad network", err, 7, "network: namespace \"Blue\"")
+	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"ips": []string{"10.77.0.9/24"}})))
+	wantCode(t, "static IPs the network does not take", err, 7, "runtimeConfig.ips: network blue/vx does not allow static addresses")
+	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "prevResult", map[string]any{"cniVersion": "1.0.0"})))
+	wantCode(t, "with a prevResult", err, 7, "prevResult")
+	if err := os.WriteFile(nadfile.Path(b.stateDir, nadfile.Ref{Namespace: "blue", Name: "vx"}), []byte(`{"version":"netclass.dev/nad/v0"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", b.conf))
+	wantCode(t, "a file of another version", err, 7, "version")
+}

@@ -1,0 +1,79 @@
+package nadfiles
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/netclass-dev/netclass/conf/nadfile"
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+func net(ns, name, typ string) network.Network {
+	return network.Network{
+		Ref:  attachment.NetworkRef{Kind: "Network", Namespace: ns, Name: name},
+		Type: typ,
+		Config: json.RawMessage(`{"cniVersion":"1.1.0","name":"x","type":"netclass-bridge","bridge":"b0",` +
+			`"ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24"}]]}}`),
+	}
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, nadfile.Subdir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestSync(t *testing.T) {
+	state := t.TempDir()
+	d := Dir{Path: filepath.Join(state, nadfile.Subdir)}
+	blue, storage := net("blue", "vx", "netclass-bridge"), net("", "storage", "netclass-bridge")
+	sriov := net("blue", "vf", "netclass-sriov")
+	if err := d.Sync([]network.Network{blue, storage, sriov}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, state); !slices.Equal(got, []string{"blue_vx.json", "storage.json"}) {
+		t.Fatalf("files %v", got)
+	}
+	b, err := os.ReadFile(nadfile.Path(state, nadfile.Ref{Namespace: "blue", Name: "vx"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := nadfile.Parse(b, nadfile.Ref{Namespace: "blue", Name: "vx"})
+	if err != nil {
+		t.Fatalf("the written file does not parse: %v", err)
+	}
+	var list struct{ Name string }
+	if json.Unmarshal(f.ConfList, &list); list.Name != "blue_vx" {
+		t.Errorf("list name %q, want the claims' blue_vx (shared host-local reservations)", list.Name)
+	}
+	info, _ := os.Stat(nadfile.Path(state, nadfile.Ref{Name: "storage"}))
+	os.WriteFile(filepath.Join(state, nadfile.Subdir, "keep.txt"), nil, 0o644)
+	if err := d.Sync([]network.Network{storage}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, state); !slices.Equal(got, []string{"keep.txt", "storage.json"}) {
+		t.Errorf("after blue/vx stopped being offered: files %v", got)
+	}
+	if again, _ := os.Stat(nadfile.Path(state, nadfile.Ref{Name: "storage"})); !os.SameFile(info, again) {
+		t.Error("an unchanged file was rewritten")
+	}
+	bad := net("blue", "bad", "netclass-bridge")
+	bad.Config = json.RawMessage(`{`)
+	if err := d.Sync([]network.Network{storage, bad}); err == nil {
+		t.Error("a network that does not render: no error")
+	}
+	if got := names(t, state); !slices.Equal(got, []string{"keep.txt", "storage.json"}) {
+		t.Errorf("with a network that does not render: files %v", got)
+	}
+}

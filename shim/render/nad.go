@@ -1,0 +1,58 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/netclass-dev/netclass/conf/nadfile"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+// NADConfList renders what an attachment made through a NetworkAttachmentDefinition
+// netclass-controller generated for n gets on this node (conf/nadfile): the
+// list a claim attachment without opaque configuration or NetworkQoS rules
+// gets (ConfList), except that
+//   - its attachment records live under nadfile.DataDir, apart from the
+//     claims', so netclass-dra's CNI GC (which knows only its claims) never
+//     removes them; host-local's reservations stay shared with the claims'
+//     (the same node block, no address handed out twice);
+//   - its port is open from the start (spoof checks stay): netclass-dra opens
+//     only the ports of its claims;
+//   - it declares the capabilities a runtime such as Multus fills in: qos and
+//     bandwidth always, mac and ips when the network allows static addresses.
+func NADConfList(n network.Network) ([]byte, error) {
+	b, err := ConfList(Input{Network: n})
+	if err != nil {
+		return nil, err
+	}
+	var list map[string]any
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("render %s for its NAD: %w", n.Ref, err)
+	}
+	plugins, _ := list["plugins"].([]any)
+	main, ok := plugins[0].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("render %s for its NAD: no main plugin", n.Ref)
+	}
+	if main["dataDir"] == StateDir {
+		main["dataDir"] = nadfile.DataDir
+	}
+	main["portSecurity"] = map[string]any{"spoofCheck": true}
+	caps, _ := main["capabilities"].(map[string]any)
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	caps["qos"], caps["bandwidth"] = true, true
+	if n.AllowStaticAddresses {
+		caps["mac"], caps["ips"] = true, true
+	}
+	main["capabilities"] = caps
+	out, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("render %s for its NAD: %w", n.Ref, err)
+	}
+	if err := Validate(out); err != nil {
+		return nil, fmt.Errorf("render %s for its NAD: %w", n.Ref, err)
+	}
+	return out, nil
+}

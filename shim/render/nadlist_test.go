@@ -1,0 +1,46 @@
+package render
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestNADConfList(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		extra  string
+		static bool
+		want   string
+	}{
+		{"defaults", "", false,
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
+		{"static addresses allowed", "", true,
+			`{"capabilities":{"bandwidth":true,"ips":true,"mac":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
+		{"the network's own dataDir and qos", `"dataDir":"/srv/x","qos":{"dscp":8},`, false,
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/srv/x","portSecurity":{"spoofCheck":true},"qos":{"dscp":8}}`},
+	} {
+		n := bridgeNet(c.extra)
+		n.AllowStaticAddresses = c.static
+		b, err := NADConfList(n)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var l list
+		if err := json.Unmarshal(b, &l); err != nil || l.Name != "blue" || l.CNIVersion != "1.1.0" || len(l.Plugins) != 1 {
+			t.Fatalf("%s: %s %v", c.name, b, err)
+		}
+		got := map[string]any{}
+		for _, k := range []string{"capabilities", "dataDir", "portSecurity", "qos"} {
+			if v, ok := l.Plugins[0][k]; ok {
+				got[k] = v
+			}
+		}
+		if g, _ := json.Marshal(got); string(g) != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, g, c.want)
+		}
+		ipam := l.Plugins[0]["ipam"].(map[string]any)
+		if ipam["dataDir"] != IPAMStateDir {
+			t.Errorf("%s: host-local dataDir %v, want the claims' %s", c.name, ipam["dataDir"], IPAMStateDir)
+		}
+	}
+}
