@@ -19,6 +19,9 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if len(c.conf.PrevResult) > 0 && string(c.conf.PrevResult) != "null" {
 		return types.NewError(types.ErrInvalidNetworkConfig, "netclass-nad: prevResult: netclass-nad must be the first plugin of its configuration (its delegates make the interface)", "")
 	}
+	if err := c.podMayUse(); err != nil {
+		return err
+	}
 	list, err := c.current()
 	if err != nil {
 		return err
@@ -111,6 +114,33 @@ func cmdStatus(args *skel.CmdArgs) error {
 		return errNotOffered(c.conf, attach.ErrPluginNotAvailable)
 	}
 	return c.delegated("STATUS", c.cni.GetStatusNetworkList(context.Background(), list))
+}
+
+// podMayUse refuses a Network to a pod of another namespace, as prepare
+// refuses its claim: a Network is its namespace's only, and Multus lets a
+// pod name a NetworkAttachmentDefinition of another namespace. The pod's
+// namespace is CNI_ARGS' K8S_POD_NAMESPACE (the runtime's, Multus's);
+// without it a Network is refused. A PodNetwork is any namespace's, as
+// for claims.
+func (c *call) podMayUse() error {
+	if c.conf.Ref.Namespace == "" {
+		return nil
+	}
+	ns := ""
+	for _, kv := range c.rt.Args {
+		if kv[0] == "K8S_POD_NAMESPACE" {
+			ns = kv[1]
+		}
+	}
+	if ns == "" {
+		return types.NewError(types.ErrInvalidEnvironmentVariables,
+			fmt.Sprintf("netclass-nad: CNI_ARGS: K8S_POD_NAMESPACE is required: Network %s is only for pods of namespace %s", c.conf.Ref, c.conf.Ref.Namespace), "")
+	}
+	if ns != c.conf.Ref.Namespace {
+		return types.NewError(types.ErrInvalidNetworkConfig,
+			fmt.Sprintf("netclass-nad: network: Network %s is only for pods of namespace %s, not of %s", c.conf.Ref, c.conf.Ref.Namespace, ns), "")
+	}
+	return nil
 }
 
 // staticAllowed refuses a static MAC or static IPs from the caller

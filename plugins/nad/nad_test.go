@@ -68,6 +68,14 @@ func (b *bed) remove(t *testing.T) {
 	}
 }
 
+// bluePod is a pod of namespace blue, as the runtime (Multus) says in
+// CNI_ARGS: the namespace of the bed's Network blue/vx.
+func bluePod(t *testing.T) *cnitest.Pod {
+	p := cnitest.NewPod(t)
+	p.Args = "IgnoreUnknown=true;K8S_POD_NAMESPACE=blue;K8S_POD_NAME=p"
+	return p
+}
+
 func podIP(t *testing.T, r *current.Result) netip.Addr {
 	t.Helper()
 	if len(r.IPs) == 0 {
@@ -94,7 +102,7 @@ func wantCode(t *testing.T, what string, err error, code uint, msg string) {
 func TestDelegatesToTheRenderedList(t *testing.T) {
 	b := newBed(t)
 	h := b.h
-	pa, pb := cnitest.NewPod(t), cnitest.NewPod(t)
+	pa, pb := bluePod(t), bluePod(t)
 	withMAC := cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"mac": "02:00:00:00:77:01"})
 	ra := h.Add(t, "netclass-nad", withMAC, pa, "net1")
 	rb := h.Add(t, "netclass-nad", b.conf, pb, "net1")
@@ -111,7 +119,7 @@ func TestDelegatesToTheRenderedList(t *testing.T) {
 		t.Errorf("CHECK: %v", err)
 	}
 	b.remove(t)
-	_, err := h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", b.conf))
+	_, err := h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", b.conf))
 	wantCode(t, "ADD of a network not offered", err, 11, "network blue/vx is not offered on this node")
 	v11 := cnitest.WithField(t, b.conf, "cniVersion", "1.1.0") // STATUS and GC are CNI 1.1
 	_, err = h.Exec(cnitest.Call{Plugin: "netclass-nad", Command: "STATUS", Conf: v11})
@@ -142,15 +150,38 @@ func TestDelegatesToTheRenderedList(t *testing.T) {
 // Configuration problems are CNI error 7 naming the field.
 func TestInvalidConfiguration(t *testing.T) {
 	b := newBed(t)
-	_, err := b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", []byte(`{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"Blue/vx"}`)))
+	_, err := b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", []byte(`{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"Blue/vx"}`)))
 	wantCode(t, "bad network", err, 7, "network: namespace \"Blue\"")
-	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"ips": []string{"10.77.0.9/24"}})))
+	_, err = b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"ips": []string{"10.77.0.9/24"}})))
 	wantCode(t, "static IPs the network does not take", err, 7, "runtimeConfig.ips: network blue/vx does not allow static addresses")
-	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "prevResult", map[string]any{"cniVersion": "1.0.0"})))
+	_, err = b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "prevResult", map[string]any{"cniVersion": "1.0.0"})))
 	wantCode(t, "with a prevResult", err, 7, "prevResult")
 	if err := os.WriteFile(nadfile.Path(b.stateDir, nadfile.Ref{Namespace: "blue", Name: "vx"}), []byte(`{"version":"netclass.dev/nad/v0"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.h.Exec(cnitest.NewPod(t).Call("netclass-nad", "ADD", "net1", b.conf))
+	_, err = b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", b.conf))
 	wantCode(t, "a file of another version", err, 7, "version")
+}
+
+// A Network is its namespace's only: a pod of another namespace naming
+// its NAD (Multus lets a pod name a NAD of any namespace), or a call
+// without the pod's namespace, is refused before anything is made.
+func TestANetworkIsItsNamespaceOnly(t *testing.T) {
+	b := newBed(t)
+	for _, c := range []struct {
+		args string
+		code uint
+		msg  string
+	}{
+		{"IgnoreUnknown=true;K8S_POD_NAMESPACE=red;K8S_POD_NAME=p", 7, "network: Network blue/vx is only for pods of namespace blue, not of red"},
+		{"", 4, "K8S_POD_NAMESPACE is required"},
+	} {
+		p := cnitest.NewPod(t)
+		p.Args = c.args
+		_, err := b.h.Exec(p.Call("netclass-nad", "ADD", "net1", b.conf))
+		wantCode(t, "CNI_ARGS "+c.args, err, c.code, c.msg)
+		if p.NS.HasLink(t, "net1") {
+			t.Errorf("CNI_ARGS %q: the refused pod has a net1", c.args)
+		}
+	}
 }

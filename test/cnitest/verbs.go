@@ -17,6 +17,8 @@ import (
 type Pod struct {
 	ID string
 	NS *nstest.NS
+	// Args is the CNI_ARGS of its calls (e.g. "K8S_POD_NAMESPACE=a;K8S_POD_NAME=b").
+	Args string
 }
 
 // NewPod creates a pod namespace with a fresh container ID.
@@ -29,7 +31,7 @@ func NewPod(t testing.TB) *Pod {
 
 // Call builds a call of plugin for this pod's interface.
 func (p *Pod) Call(plugin, command, ifname string, conf []byte) Call {
-	return Call{Plugin: plugin, Command: command, ContainerID: p.ID, NetNS: p.NS.Path, IfName: ifname, Conf: conf}
+	return Call{Plugin: plugin, Command: command, ContainerID: p.ID, NetNS: p.NS.Path, IfName: ifname, Args: p.Args, Conf: conf}
 }
 
 // Add runs ADD and decodes the result (the test fails on error).
