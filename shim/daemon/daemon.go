@@ -78,6 +78,10 @@ type Config struct {
 	MetricsAddress string
 	// Registry holds the daemon's metrics (nil: a registry of its own).
 	Registry *prometheus.Registry
+	// ForeignRecordDir is the netclass plugins' record store of the
+	// attachments other CNI callers (Multus) make with them: their default
+	// dataDir, netconf.DefaultDataDir ("": not covered by the agent).
+	ForeignRecordDir string
 }
 
 // Daemon is a configured netclass-dra.
@@ -307,7 +311,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		OnError: d.publisher.HandleError,
 	}
 	d.qos = d.newQoSAgent(ctx, recorder)
-	d.primaryNetwork()
+	d.primaryNetwork(ctx)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 
