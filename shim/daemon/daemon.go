@@ -287,6 +287,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		}
 	}
 	d.runtime.Hooks = d.metrics
+	d.runtime.Interfaces = podInterfaces // a pod's claim attachments are named around Multus's
 	pods := podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube}
 	d.runtime.Secure = func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, ref checkpoint.Pod, at checkpoint.Attachment) error {
 		pod, err := pods.Pod(ctx, ref.Namespace, ref.Name)

@@ -17,6 +17,8 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/multus"
@@ -192,4 +194,18 @@ func recordNames(dir string) string {
 		}
 	}
 	return strings.Join(names, "\n")
+}
+
+// podInterfaces lists the interface names in a pod's network namespace
+// (nri.Plugin.Interfaces).
+func podInterfaces(path string) ([]string, error) {
+	var names []string
+	err := netns.Do(path, func() error {
+		links, err := link.List()
+		for _, l := range links {
+			names = append(names, l.Attrs().Name)
+		}
+		return err
+	})
+	return names, err
 }

@@ -22,24 +22,27 @@ import (
 	"github.com/netclass-dev/netclass/test/testbed/bed"
 )
 
-// dualPod is a pod with a claim attachment (net1) and a Multus one (nad1).
+// dualPod is a pod with a Multus attachment (net1: Multus names it first)
+// and a claim attachment (net2: netclass-dra names it around Multus's).
 type dualPod struct {
 	name       string
 	netns      string // its network namespace, open on this machine
 	claim, nad netip.Addr
-	claimHost  string // the host end of net1
+	claimHost  string // the host end of the claim's net2
 	rec        *attach.Record
 	l          *harness.Listeners
 }
 
 // TestMultusAndClaimAttachmentsOfOnePod: two pods on node 1, each with a
-// claim attachment (net1, a netclass-bridge PodNetwork) and a Multus
-// attachment (nad1, a hand-written netclass-bridge NAD). netclass-dra's
-// agent covers the Multus one: a MultiNetworkPolicy whose policy-for names
-// the NAD closes nad1 only; a labelled NetworkPolicy closes both; none
-// opens both again (probes from the client to the server over each).
-// Deleting the pods leaves no host end, no port rule, no address and no
-// record of either path.
+// Multus attachment (a hand-written netclass-bridge NAD, no interface name
+// asked: Multus makes it net1 at sandbox creation) and a claim attachment
+// (a netclass-bridge PodNetwork: netclass-dra names it net2, around
+// Multus's). netclass-dra's agent covers the Multus one: a
+// MultiNetworkPolicy whose policy-for names the NAD closes net1 but for
+// its peer (resolved through network-status); a labelled NetworkPolicy
+// closes both; none opens both again (probes from the client to the
+// server over each). Deleting the pods leaves no host end, no port rule,
+// no address and no record of either path.
 func TestMultusAndClaimAttachmentsOfOnePod(t *testing.T) {
 	e := harness.Shared(t)
 	startMultus(t)
@@ -57,7 +60,7 @@ func TestMultusAndClaimAttachmentsOfOnePod(t *testing.T) {
 	for _, name := range []string{"server", "client"} {
 		p := harness.PodOn(n.Name, ns, name, "net")
 		p.Labels = map[string]string{"app": name}
-		p.Annotations = map[string]string{annotationNetworks: `[{"name": "ncbr", "interface": "nad1"}]`}
+		p.Annotations = map[string]string{annotationNetworks: "ncbr"}
 		specs = append(specs, p)
 	}
 	e.RunPods(t, specs...)
@@ -75,28 +78,29 @@ func TestMultusAndClaimAttachmentsOfOnePod(t *testing.T) {
 func dual(t *testing.T, e *harness.Env, n bed.Node, ns, network, name string) *dualPod {
 	t.Helper()
 	pod := getPod(t, e, ns, name)
-	st := statusOf(t, pod, "nad1")
+	st := statusOf(t, pod, "net1")
 	if st.Name != ns+"/ncbr" || len(st.IPs) != 1 {
-		t.Fatalf("pod %s: network-status entry for nad1 %+v, want %s/ncbr with one address", name, st, ns)
+		t.Fatalf("pod %s: network-status entry for net1 %+v, want %s/ncbr with one address", name, st, ns)
 	}
-	ifc := e.MustIface(t, ns, name, "nad1")
+	ifc := e.MustIface(t, ns, name, "net1")
 	if len(ifc.CIDRs) != 1 || !strings.HasPrefix(ifc.CIDRs[0], st.IPs[0]+"/") {
-		t.Fatalf("pod %s: nad1 has %v, network-status says %v", name, ifc.CIDRs, st.IPs)
+		t.Fatalf("pod %s: net1 has %v, network-status says %v", name, ifc.CIDRs, st.IPs)
 	}
-	d := &dualPod{name: name, nad: netip.MustParseAddr(st.IPs[0]), rec: nadRecord(t, n, network, "nad1", ifc.CIDRs[0]),
-		claim: netip.MustParseAddr(harness.Addr(t, e.Attached(t, ns, name, "net", "net1")))}
-	d.netns = e.PodNetNS(t, n, pod.UID, "net1")
-	host, err := qosport.HostEnd(d.rec.NetNS, "net1")
+	d := &dualPod{name: name, nad: netip.MustParseAddr(st.IPs[0]), rec: nadRecord(t, n, network, "net1", ifc.CIDRs[0]),
+		claim: netip.MustParseAddr(harness.Addr(t, e.Attached(t, ns, name, "net", "net2")))}
+	d.netns = e.PodNetNS(t, n, pod.UID, "net2")
+	host, err := qosport.HostEnd(d.rec.NetNS, "net2")
 	if err != nil || host == "" || host == d.rec.HostIf {
-		t.Fatalf("pod %s: host end of net1 %q (%v), nad1's %q: want two", name, host, err, d.rec.HostIf)
+		t.Fatalf("pod %s: host end of the claim's net2 %q (%v), Multus's net1's %q: want two", name, host, err, d.rec.HostIf)
 	}
 	d.claimHost = host
-	t.Logf("pod %s: net1 %s (claim, host end %s), nad1 %s (Multus, host end %s)", name, d.claim, host, d.nad, d.rec.HostIf)
+	t.Logf("pod %s: net1 %s (Multus, host end %s), net2 %s (claim, host end %s)", name, d.nad, d.rec.HostIf, d.claim, host)
 	return d
 }
 
 // dualRows writes each row's policies and waits until the probes from the
-// client to the server over nad1 (TCP 80, 8080) and net1 (TCP 80) give
+// client to the server over Multus's net1 (TCP 80, 8080) and the claim's
+// net2 (TCP 80) give
 // its verdicts.
 func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) {
 	t.Helper()
@@ -114,7 +118,7 @@ func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) 
 		name  string
 		np    []*networkingv1.NetworkPolicy
 		multi []*networkingv1.NetworkPolicy // as MultiNetworkPolicies naming the NAD
-		want  [3]bool                       // nad1:80, nad1:8080, net1:80
+		want  [3]bool                       // Multus net1:80, net1:8080, claim net2:80
 	}{
 		{"no policy", nil, nil, [3]bool{true, true, true}},
 		{"MultiNetworkPolicy policy-for ncbr: TCP 8080 from app=client only", nil, pols(only8080), [3]bool{false, true, true}},
@@ -140,7 +144,7 @@ func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) 
 			}
 			return got == row.want, strings.Join(note, ", "), nil
 		})
-		t.Logf("%s: nad1 TCP 80 open=%v, nad1 TCP 8080 open=%v, net1 TCP 80 open=%v", row.name, row.want[0], row.want[1], row.want[2])
+		t.Logf("%s: Multus net1 TCP 80 open=%v, TCP 8080 open=%v; claim net2 TCP 80 open=%v", row.name, row.want[0], row.want[1], row.want[2])
 	}
 }
 
