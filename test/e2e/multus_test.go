@@ -133,7 +133,8 @@ func nadRecord(t *testing.T, n bed.Node, network, ifname, cidr string) *attach.R
 	return nil
 }
 
-// TestMultusHandWrittenNAD: under real Multus (scripts/testbed/multus.sh), a
+// TestMultusHandWrittenNAD: under real Multus (scripts/testbed/multus.sh), on
+// node 2 (its daemon in the node's namespaces), a
 // hand-written NetworkAttachmentDefinition with a netclass-bridge config
 // attaches two pods that ask for it with k8s.v1.cni.cncf.io/networks and
 // cni-args QoS (args.cni.qos): network-status names the addresses the pods
@@ -144,7 +145,7 @@ func nadRecord(t *testing.T, n bed.Node, network, ifname, cidr string) *attach.R
 func TestMultusHandWrittenNAD(t *testing.T) {
 	e := harness.Shared(t)
 	startMultus(t)
-	n := e.Nodes[0]
+	n := e.Nodes[len(e.Nodes)-1] // node 2: Multus in a node's own namespaces
 	id := fmt.Sprintf("%05d", time.Now().UnixNano()%100000)
 	network := "e2e-multus-" + id // the plugin's network name: its records' directory
 	bridge := "ncmt" + id
@@ -185,7 +186,7 @@ func TestMultusHandWrittenNAD(t *testing.T) {
 		addr[name] = ips[0]
 		t.Logf("pod %s: net1 %s (network-status %v), host end %s, sandbox %s", name, ifc.CIDRs, st.IPs, recs[name].HostIf, recs[name].ContainerID)
 	}
-	checkNADQoS(t, e, ns, recs, addr, rate)
+	checkNADQoS(t, e, n, ns, recs, addr, rate)
 	for _, name := range []string{"a", "b"} {
 		deletePodAndWait(t, e, ns, name)
 	}
@@ -196,13 +197,14 @@ func TestMultusHandWrittenNAD(t *testing.T) {
 // a's port on the host, out of a's reach), b's echo requests to a too (the
 // cni-args of each pod), and a TCP stream from a is capped by a's
 // egressRate.
-func checkNADQoS(t *testing.T, e *harness.Env, ns string, recs map[string]*attach.Record, addr map[string]string, rate float64) {
+func checkNADQoS(t *testing.T, e *harness.Env, n bed.Node, ns string, recs map[string]*attach.Record, addr map[string]string, rate float64) {
 	t.Helper()
-	in := func(pod string) *nstest.NS { return &nstest.NS{Name: ns + "/" + pod, Path: recs[pod].NetNS} }
+	in := func(pod string) *nstest.NS {
+		return &nstest.NS{Name: ns + "/" + pod, Path: netnsOn(e, n, recs[pod].NetNS)}
+	}
 	primarySeenAt(t, in("b"), "net1", addr["a"], addr["b"], isICMP, 46, pingFrom(t, e, ns, "a", addr["b"]), "a to b")
 	primarySeenAt(t, in("a"), "net1", addr["b"], addr["a"], isICMP, 46, pingFrom(t, e, ns, "b", addr["a"]), "b to a")
-	client := &nstest.NS{Name: ns + "/a", Path: recs["a"].NetNS}
-	server := &nstest.NS{Name: ns + "/b", Path: recs["b"].NetNS}
+	client, server := in("a"), in("b")
 	got, err := traffic.TCPRate(client, server, netip.MustParseAddr(addr["b"]), 5201, 3*time.Second)
 	if err != nil {
 		t.Fatalf("TCP from a to b: %v", err)
@@ -211,6 +213,16 @@ func checkNADQoS(t *testing.T, e *harness.Env, ns string, recs map[string]*attac
 	if got > 1.1*rate || got < 0.5*rate {
 		t.Fatalf("pod a sent %.1f Mbit/s, want at most its egressRate %.0f Mbit/s + 10%% (and at least half of it)", got/1e6, rate/1e6)
 	}
+}
+
+// netnsOn is where a pod network namespace path of the node (a record's
+// netns) opens from this machine: through netclass-dra's root on a node
+// with a mount namespace of its own.
+func netnsOn(e *harness.Env, n bed.Node, path string) string {
+	if n.Primary() {
+		return path
+	}
+	return fmt.Sprintf("/proc/%d/root%s", e.DRAOn(n.Name).PID(), path)
 }
 
 func deletePodAndWait(t *testing.T, e *harness.Env, ns, name string) {
