@@ -2,6 +2,7 @@ package ruleagent
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netpol"
-	"github.com/netclass-dev/netclass/conf/qos"
 )
 
 // multusNet2 is pod's net2, which Multus made from the NAD t1/nad with a
@@ -114,4 +114,31 @@ func outcome(t *testing.T, outs []Outcome, pod, ifname string) Outcome {
 	return Outcome{}
 }
 
-var _ = qos.Spec{}
+
+// The host end of a foreign attachment whose QoS the agent changed has its
+// port rules removed once the attachment's record is gone (rules written
+// after the plugin's DEL), retried while that fails, and never while the
+// attachment is there.
+func TestGoneForeignAttachmentsLoseTheirPortRules(t *testing.T) {
+	f := newFixture()
+	foreign := []ForeignAttachment{multusNet2("a")}
+	var removed []string
+	fail := errors.New("nft busy")
+	f.agent.Foreign = NewForeign(func() []ForeignAttachment { return foreign }, func(h string) error {
+		removed = append(removed, h)
+		return fail
+	})
+	f.agent.Foreign.hosts[foreignKey(foreign[0])] = "nc-a" // as foreignQoS records it
+	f.agent.Sync(context.Background())
+	if len(removed) != 0 {
+		t.Fatalf("port rules of a live attachment removed: %v", removed)
+	}
+	foreign = nil
+	f.agent.Sync(context.Background())
+	fail = nil
+	f.agent.Sync(context.Background())
+	f.agent.Sync(context.Background())
+	if !slices.Equal(removed, []string{"nc-a", "nc-a"}) {
+		t.Errorf("removals %v, want nc-a failed once, then done once", removed)
+	}
+}
