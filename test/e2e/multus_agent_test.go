@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/qosport"
+	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/testbed"
 	"github.com/netclass-dev/netclass/test/testbed/bed"
@@ -29,6 +32,7 @@ type dualPod struct {
 	netns      string // its network namespace, open on this machine
 	claim, nad netip.Addr
 	claimHost  string // the host end of the claim's net2
+	sandbox    string // the pod's sandbox (its claim attachment's record key)
 	rec        *attach.Record
 	l          *harness.Listeners
 }
@@ -64,18 +68,18 @@ func TestMultusAndClaimAttachmentsOfOnePod(t *testing.T) {
 		specs = append(specs, p)
 	}
 	e.RunPods(t, specs...)
-	server, client := dual(t, e, n, ns, network, "server"), dual(t, e, n, ns, network, "client")
+	server, client := dual(t, e, n, ns, network, bn.PodNetwork, "server"), dual(t, e, n, ns, network, bn.PodNetwork, "client")
 	server.l = harness.Listen(t, server.netns, []int{80, 8080}, nil)
 	dualRows(t, e, ns, client, server)
 	for _, name := range []string{"server", "client"} {
 		deletePodAndWait(t, e, ns, name)
 	}
 	checkNADGone(t, n, network, ipamDir, map[string]*attach.Record{"server": server.rec, "client": client.rec})
-	checkClaimGone(t, n, server, client)
+	checkClaimGone(t, n, bn.PodNetwork, server, client)
 }
 
 // dual reads the pod's two attachments.
-func dual(t *testing.T, e *harness.Env, n bed.Node, ns, network, name string) *dualPod {
+func dual(t *testing.T, e *harness.Env, n bed.Node, ns, network, claimNet, name string) *dualPod {
 	t.Helper()
 	pod := getPod(t, e, ns, name)
 	st := statusOf(t, pod, "net1")
@@ -89,6 +93,13 @@ func dual(t *testing.T, e *harness.Env, n bed.Node, ns, network, name string) *d
 	d := &dualPod{name: name, nad: netip.MustParseAddr(st.IPs[0]), rec: nadRecord(t, n, network, "net1", ifc.CIDRs[0]),
 		claim: netip.MustParseAddr(harness.Addr(t, e.Attached(t, ns, name, "net", "net2")))}
 	d.netns = e.PodNetNS(t, n, pod.UID, "net2")
+	d.sandbox = e.AttachmentOn(t, n, pod.UID, "net2").SandboxID
+	if r, err := (attach.Store{Dir: n.HostPath(render.StateDir)}).Get(claimNet, d.sandbox, "net2"); err != nil || r == nil {
+		t.Fatalf("pod %s: no record of its claim attachment in %s/%s (%v)", name, render.StateDir, claimNet, err)
+	}
+	if _, err := os.Stat(filepath.Join(n.HostPath(render.IPAMStateDir), claimNet, d.claim.String())); err != nil {
+		t.Fatalf("pod %s: host-local's reservation of its claim address: %v", name, err)
+	}
 	host, err := qosport.HostEnd(d.rec.NetNS, "net2")
 	if err != nil || host == "" || host == d.rec.HostIf {
 		t.Fatalf("pod %s: host end of the claim's net2 %q (%v), Multus's net1's %q: want two", name, host, err, d.rec.HostIf)
@@ -148,9 +159,10 @@ func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) 
 	}
 }
 
-// checkClaimGone: the claim attachments' host ends and their port rules
-// are gone, and so are the Multus ones' port rules.
-func checkClaimGone(t *testing.T, n bed.Node, pods ...*dualPod) {
+// checkClaimGone: the claim attachments' host ends, port rules, plugin
+// records and address reservations are gone, and so are the Multus ones'
+// port rules.
+func checkClaimGone(t *testing.T, n bed.Node, network string, pods ...*dualPod) {
 	t.Helper()
 	ctx := testbed.Context(t, time.Minute)
 	rules, _ := n.Output(ctx, "nft", "list", "table", "bridge", "netclass_qos") // absent: no rule at all
@@ -158,6 +170,12 @@ func checkClaimGone(t *testing.T, n bed.Node, pods ...*dualPod) {
 	for _, p := range pods {
 		if out, err := n.Output(ctx, "ip", "-o", "link", "show", "dev", p.claimHost); err == nil {
 			t.Errorf("pod %s deleted, its claim attachment's host end is still there: %s", p.name, out)
+		}
+		if r, err := (attach.Store{Dir: n.HostPath(render.StateDir)}).Get(network, p.sandbox, "net2"); err != nil || r != nil {
+			t.Errorf("pod %s deleted, its claim attachment's record is still there: %+v (%v)", p.name, r, err)
+		}
+		if _, err := os.Stat(filepath.Join(n.HostPath(render.IPAMStateDir), network, p.claim.String())); !os.IsNotExist(err) {
+			t.Errorf("pod %s deleted, host-local still reserves its claim address %s (%v)", p.name, p.claim, err)
 		}
 		for _, h := range []string{p.claimHost, p.rec.HostIf} {
 			if strings.Contains(rules, h) || strings.Contains(guard, h) {
