@@ -114,7 +114,6 @@ func outcome(t *testing.T, outs []Outcome, pod, ifname string) Outcome {
 	return Outcome{}
 }
 
-
 // The host end of a foreign attachment whose QoS the agent changed has its
 // port rules removed once the attachment's record is gone (rules written
 // after the plugin's DEL), retried while that fails, and never while the
