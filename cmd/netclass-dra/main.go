@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/plugins/kernel/sysfs"
 	"github.com/netclass-dev/netclass/shim/daemon"
 	"github.com/netclass-dev/netclass/shim/memlimit"
@@ -35,6 +36,7 @@ func main() {
 	noShared := flag.Bool("no-shared-devices", false, "publish single-use device slots instead of one shared device per network")
 	health := flag.String("health-address", "127.0.0.1:9810", "where /healthz and /readyz answer probes (empty: nowhere)")
 	nodeDevices := flag.Bool("node-devices", true, "create, keep current and remove the node devices of the networks offered here (VXLAN device and bridge per VNI); off only for a daemon that does not own this host's devices")
+	foreign := flag.String("foreign-record-dir", netconf.DefaultDataDir, "the netclass plugins' record store of the attachments Multus (or another CNI caller) makes with them, which the agent covers too (empty: none)")
 	metrics := flag.String("metrics-address", "", "where /metrics serves Prometheus metrics, host:port (default: the health address, next to /healthz; empty: nowhere)")
 	flag.Parse()
 	if !isSet("metrics-address") {
@@ -51,8 +53,8 @@ func main() {
 		NodeName: nodeNameOr(*nodeName), KubeletDir: *kubeletDir, NRISocket: *nriSocket,
 		CNIBinDirs: strings.Split(*cniBinDir, ","), StateDir: *stateDir, NADDir: *nadDir,
 		Slots: *slots, NoSharedDevices: *noShared, HealthAddress: *health, NoNodeDevices: !*nodeDevices,
-		MetricsAddress: *metrics,
-		VFs:            sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
+		MetricsAddress: *metrics, ForeignRecordDir: *foreign,
+		VFs: sysfsVFs{sysfs.New(os.Getenv("NETCLASS_SYSFS_ROOT"))},
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "netclass-dra failed")
 		klog.Flush()

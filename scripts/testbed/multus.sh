@@ -83,6 +83,7 @@ node_log() {
 # ServiceAccount bound to cluster-admin (a bed only) whose token the daemons use.
 cluster_objects() {
   mkdir -p "$MULTUS_STATE/sa"
+  crd_settled
   if ! kubectl_admin get crd "$NAD_CRD" >/dev/null 2>&1; then
     log "installing the CRD $NAD_CRD"
     kubectl_admin apply -f "$MULTUS_CACHE/nad-crd.yaml" >/dev/null
@@ -99,6 +100,17 @@ cluster_objects() {
     mv "$MULTUS_STATE/sa/token.tmp" "$MULTUS_STATE/sa/token"
   fi
   cp "$STATE_DIR/pki/ca.crt" "$MULTUS_STATE/sa/ca.crt"
+}
+
+# crd_settled: waits (60 s at most) while the CRD is being deleted (by whoever installed it: a
+# NAD cannot be created then, and it is gone a moment later).
+crd_settled() {
+  local deadline=$((SECONDS + 60)) deleting
+  while deleting=$(kubectl_admin get crd "$NAD_CRD" -o jsonpath='{.metadata.deletionTimestamp}' 2>/dev/null) &&
+    [[ -n $deleting ]]; do
+    ((SECONDS < deadline)) || die "the CRD $NAD_CRD has been terminating for 60 s"
+    sleep 0.2
+  done
 }
 
 # daemon_config NODE: the daemon's configuration, paths as the node sees them.
@@ -202,7 +214,8 @@ stop() {
     kubectl_admin -n kube-system delete serviceaccount "$MULTUS_SA" --ignore-not-found >/dev/null || warn "could not delete serviceaccount $MULTUS_SA"
     if [[ -f $MULTUS_STATE/crd-installed ]]; then
       log "deleting the CRD $NAD_CRD (installed by multus.sh start)"
-      kubectl_admin delete crd "$NAD_CRD" --ignore-not-found --wait=true >/dev/null || warn "could not delete crd $NAD_CRD"
+      kubectl_admin delete crd "$NAD_CRD" --ignore-not-found --wait=true --timeout=60s >/dev/null || warn "could not delete crd $NAD_CRD"
+      crd_settled
     fi
   fi
   rm -rf "$MULTUS_STATE" "$MULTUS_HOLD"

@@ -84,6 +84,10 @@ type Config struct {
 	MetricsAddress string
 	// Registry holds the daemon's metrics (nil: a registry of its own).
 	Registry *prometheus.Registry
+	// ForeignRecordDir is the netclass plugins' record store of the
+	// attachments other CNI callers (Multus) make with them: their default
+	// dataDir, netconf.DefaultDataDir ("": not covered by the agent).
+	ForeignRecordDir string
 }
 
 // Daemon is a configured netclass-dra.
@@ -293,6 +297,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		}
 	}
 	d.runtime.Hooks = d.metrics
+	d.runtime.Interfaces = podInterfaces // a pod's claim attachments are named around Multus's
 	pods := podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube}
 	d.runtime.Secure = func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, ref checkpoint.Pod, at checkpoint.Attachment) error {
 		pod, err := pods.Pod(ctx, ref.Namespace, ref.Name)
@@ -317,7 +322,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		OnError: d.publisher.HandleError,
 	}
 	d.qos = d.newQoSAgent(ctx, recorder)
-	d.primaryNetwork()
+	d.primaryNetwork(ctx)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 

@@ -16,8 +16,9 @@ import (
 // them, for NetworkQoS on the pods' primary interface (the default
 // network): the runtime's hooks keep the record, each change asks the
 // agent for a sync, and a new sandbox a NetworkQoS selects gets its rules
-// in RunPodSandbox, before its containers start.
-func (d *Daemon) primaryNetwork() {
+// in RunPodSandbox, before its containers start. The record also maps
+// the foreign attachments' sandboxes to their pods (foreignAttachments).
+func (d *Daemon) primaryNetwork(ctx context.Context) {
 	record := &sandboxes.Record{OnChange: d.qos.Trigger}
 	d.qos.Primary = ruleagent.NewPrimary(record.List, qosport.HostEnd, qosport.RemovePortRules)
 	d.qos.Primary.Ready = record.Synchronized
@@ -25,6 +26,7 @@ func (d *Daemon) primaryNetwork() {
 	d.runtime.Sandboxes = &sandboxWatcher{record: record, agent: d.qos,
 		qos:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		pods: podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube}}
+	d.foreignAttachments(ctx, record)
 }
 
 // sandboxWatcher is the runtime's view of the node's sandboxes

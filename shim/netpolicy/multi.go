@@ -121,10 +121,14 @@ func prefixed(prefix string, msgs []string) []string {
 // namespace ns name the network: namespace/name a Network; a bare name a
 // PodNetwork of that name, or a Network of that name in ns (as Multus
 // reads a bare name as a NetworkAttachmentDefinition of the policy's
-// namespace).
+// namespace). A NetworkAttachmentDefinition's network (an attachment
+// Multus made) is named the same way: namespace/name, or a bare name in
+// the policy's namespace.
 func ForNetwork(names []NetworkName, ns string, n network.Network) bool {
 	for _, e := range names {
 		switch {
+		case n.IsNAD() && n.Ref.Name == e.Name && (n.Ref.Namespace == e.Namespace || e.Namespace == "" && n.Ref.Namespace == ns):
+			return true
 		case n.Ref.Kind == network.NetworkGVK.Kind && n.Ref.Name == e.Name && n.Ref.Namespace == e.Namespace:
 			return true
 		case n.Ref.Kind == network.NetworkGVK.Kind && n.Ref.Name == e.Name && e.Namespace == "" && n.Ref.Namespace == ns:

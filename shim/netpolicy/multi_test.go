@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/randfill"
@@ -74,6 +75,9 @@ func TestForNetwork(t *testing.T) {
 	net := func(ns, name string) network.Network {
 		return network.Network{Ref: attachment.NetworkRef{Kind: network.NetworkGVK.Kind, Namespace: ns, Name: name}}
 	}
+	nad := func(ns, name string) network.Network {
+		return network.FromNAD(types.NamespacedName{Namespace: ns, Name: name})
+	}
 	tests := []struct {
 		policyFor string
 		net       network.Network
@@ -89,6 +93,13 @@ func TestForNetwork(t *testing.T) {
 		{"red", net("t2", "red"), false}, // but not of another
 		{"", podNet("blue"), false},
 		{"Blue", podNet("Blue"), false}, // not a valid name: names nothing
+		// a NetworkAttachmentDefinition's (an attachment Multus made)
+		{"t2/nad", nad("t2", "nad"), true},
+		{"nad", nad("t1", "nad"), true},  // a bare name: of the policy's namespace, as Multus reads it
+		{"nad", nad("t2", "nad"), false}, // not of another
+		{"t1/nad", nad("t2", "nad"), false},
+		{"t1/nad", net("t1", "nad"), true}, // a Network of that name is still the Network
+		{"t1/red", nad("t1", "blue"), false},
 	}
 	for _, tc := range tests {
 		names, _ := ParsePolicyFor(tc.policyFor)

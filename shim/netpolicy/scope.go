@@ -78,6 +78,8 @@ func onNetwork(p *networkingv1.NetworkPolicy, n network.Network) bool {
 		switch {
 		case namespaced && n.Ref.Kind == network.NetworkGVK.Kind && n.Ref.Namespace == ns && n.Ref.Name == name:
 			return true
+		case namespaced && n.IsNAD() && n.Ref.Namespace == ns && n.Ref.Name == name:
+			return true
 		case !namespaced && n.Ref.Kind == network.PodNetworkGVK.Kind && n.Ref.Name == entry:
 			return true
 		}

@@ -3,6 +3,7 @@ package nri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +32,19 @@ func TestPlan(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "blue=net2,data=data0,green=net3,red=net1" {
 		t.Fatalf("plan %v", got)
+	}
+	// Multus made net1 and net2 in the pod first (and eth0): the automatic
+	// names skip them; a configured name stays (its ADD fails if taken)
+	steps, err = PlanAround(claims, "p", map[string]bool{"eth0": true, "net1": true, "net2": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, s := range steps {
+		got = append(got, s.Device().Network.Name+"="+s.IfName)
+	}
+	if strings.Join(got, ",") != "blue=net3,data=data0,green=net4,red=net1" {
+		t.Fatalf("plan around net1, net2: %v", got)
 	}
 	claims[0].Devices[0].InterfaceName = "data0"
 	if _, err := Plan(claims, "p"); err == nil || !strings.Contains(err.Error(), "configured twice") {
@@ -310,4 +324,16 @@ func TestSecureFailureFailsTheSandbox(t *testing.T) {
 		t.Errorf("secured %v, want %v", secured, want)
 	}
 	rolledBack(t, h)
+}
+
+// The interfaces a sandbox's own attachments recorded are not others':
+// an attachment made again (after a restart) keeps its name.
+func TestOthersOf(t *testing.T) {
+	c := claimRec("c1", "a", 0, "p", dev("blue", ""))
+	c.Devices[0].Attachments = []checkpoint.Attachment{{SandboxID: "sb1", IfName: "net2"}, {SandboxID: "sb0", IfName: "net3"}}
+	got := othersOf([]string{"lo", "eth0", "net1", "net2", "net3"}, "sb1", []*checkpoint.Claim{c})
+	want := map[string]bool{"lo": true, "eth0": true, "net1": true, "net3": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("others %v, want %v", got, want)
+	}
 }

@@ -33,6 +33,14 @@ func (s Step) Device() *checkpoint.Device { return &s.Claim.Devices[s.DeviceIdx]
 // get net1, net2, … in that order, skipping configured names. Two devices
 // configured with one name are an error.
 func Plan(claims []*checkpoint.Claim, pod types.UID) ([]Step, error) {
+	return PlanAround(claims, pod, nil)
+}
+
+// PlanAround is Plan in a pod whose namespace already holds interfaces
+// another CNI caller made (Multus's net1…, the primary's eth0): the
+// automatic names skip them too, so a claim attachment never takes the
+// name of an interface it does not own.
+func PlanAround(claims []*checkpoint.Claim, pod types.UID, others map[string]bool) ([]Step, error) {
 	type entry struct {
 		claim *checkpoint.Claim
 		pod   checkpoint.Pod
@@ -73,7 +81,7 @@ func Plan(claims []*checkpoint.Claim, pod types.UID) ([]Step, error) {
 		if steps[i].IfName != "" {
 			continue
 		}
-		for taken[fmt.Sprintf("net%d", next)] != "" {
+		for taken[fmt.Sprintf("net%d", next)] != "" || others[fmt.Sprintf("net%d", next)] {
 			next++
 		}
 		steps[i].IfName = fmt.Sprintf("net%d", next)

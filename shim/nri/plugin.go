@@ -87,6 +87,10 @@ type Plugin struct {
 	// Sandboxes, when set, is told of every sandbox of the node, with or
 	// without netclass attachments (SandboxWatcher).
 	Sandboxes SandboxWatcher
+	// Interfaces, when set, lists the interface names in a pod's network
+	// namespace: the automatic names of its claim attachments skip those
+	// other CNI callers made there first (Multus's net1…; PlanAround).
+	Interfaces func(netns string) ([]string, error)
 
 	// locks orders sandbox handling, Unprepare and reconciliation per
 	// claim (unrelated pods run in parallel); they are taken with the
@@ -256,11 +260,11 @@ func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 // failure it returns the steps and the index of the one that failed; the
 // caller decides what to roll back.
 func (p *Plugin) attach(ctx context.Context, pod *api.PodSandbox, claims []*checkpoint.Claim) ([]Step, int, error) {
-	steps, err := Plan(claims, types.UID(pod.GetUid()))
+	netns := NetNS(pod)
+	steps, err := PlanAround(claims, types.UID(pod.GetUid()), p.othersIn(ctx, netns, pod.GetId(), claims))
 	if err != nil {
 		return nil, -1, err
 	}
-	netns := NetNS(pod)
 	if netns == "" {
 		return steps, -1, fmt.Errorf("pod %s/%s has no network namespace of its own (hostNetwork?): it cannot take network claims", pod.GetNamespace(), pod.GetName())
 	}

@@ -12,6 +12,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/netclass-dev/netclass/shim/multus"
 )
 
 // Listers implements API from informer caches: resolving a destination makes
@@ -52,6 +54,9 @@ func metadataOnly(obj any) (any, error) {
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion,
 	}}
 	out.Status.PodIPs, out.Spec.HostNetwork = p.Status.PodIPs, p.Spec.HostNetwork
+	if st, ok := p.Annotations[multus.AnnotationNetworkStatus]; ok { // the pod's addresses on NAD networks
+		out.Annotations = map[string]string{multus.AnnotationNetworkStatus: st}
+	}
 	for _, c := range p.Spec.Containers { // named ports of NetworkPolicy egress rules
 		if len(c.Ports) > 0 {
 			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})

@@ -118,6 +118,9 @@ func (r Resolver) inNamespace(ctx context.Context, ns string, podSel labels.Sele
 	if ref.Kind == network.DefaultKind {
 		return primaryEndpoints(pods), nil
 	}
+	if isNAD(ref) {
+		return nadEndpoints(pods, ref), nil
+	}
 	selected := make(map[types.UID]*corev1.Pod, len(pods))
 	for i := range pods {
 		selected[pods[i].UID] = &pods[i]

@@ -192,3 +192,39 @@ func TestDefaultNetworkResolvesPodIPs(t *testing.T) {
 		t.Errorf("the default network's db pods are %v, want [10.252.1.5 fd00::5]", got)
 	}
 }
+
+// On a NetworkAttachmentDefinition's network a selected pod's addresses
+// are its network-status entries naming that NAD (kept by the cache's
+// transform), not its claims' nor its primary IPs.
+func TestNADNetworkResolvesNetworkStatus(t *testing.T) {
+	db1, db2, web := pod("games", "db1", "db"), pod("games", "db2", "db"), pod("games", "web", "web")
+	status := func(entries string) map[string]string {
+		return map[string]string{"k8s.v1.cni.cncf.io/network-status": entries, "other": "dropped"}
+	}
+	db1.Annotations = status(`[{"name":"primary","interface":"eth0","ips":["10.252.1.5"],"default":true},` +
+		`{"name":"games/blue","interface":"net1","ips":["10.77.0.5"]},{"name":"games/red","interface":"net2","ips":["10.78.0.5"]}]`)
+	db2.Annotations = status(`[{"name":"blue","interface":"nad1","ips":["10.77.0.6","fd77::6"]}]`) // a bare name: the pod's namespace
+	web.Annotations = status(`[{"name":"games/blue","interface":"net1","ips":["10.77.0.7"]}]`)
+	db1.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.5"}}
+	var cached []corev1.Pod
+	for _, p := range []corev1.Pod{db1, db2, web} {
+		out, err := metadataOnly(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, kept := out.(*corev1.Pod).Annotations["other"]; kept {
+			t.Fatalf("the cache keeps annotations other than network-status")
+		}
+		cached = append(cached, *out.(*corev1.Pod))
+	}
+	r := Resolver{API: fakeAPI{pods: cached, claims: []resourceapi.ResourceClaim{claim(db1, "netclass", "", "blue", "10.1.0.11/24")}},
+		Context: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }}
+	blue := network.FromNAD(types.NamespacedName{Namespace: "games", Name: "blue"})
+	got, err := r.Addresses("games", ncv1.Destination{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}, blue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[10.77.0.5 10.77.0.6 fd77::6]" {
+		t.Errorf("the db pods on NAD games/blue are %v, want [10.77.0.5 10.77.0.6 fd77::6]", got)
+	}
+}

@@ -109,6 +109,9 @@ type Outcome struct {
 	PodUID  types.UID
 	IfName  string
 	Network attachment.NetworkRef
+	// NAD is the NetworkAttachmentDefinition of a foreign attachment (one
+	// Multus made; zero for a claim's): its network is the NAD's.
+	NAD types.NamespacedName
 	// Selected names the NetworkQoS objects whose rules the attachment gets.
 	Selected []string
 	// Changed: the kernel was updated; otherwise it already held the plan.
@@ -155,6 +158,9 @@ type Agent struct {
 	// Primary, when set, adds NetworkQoS on the pods' primary interface
 	// (the default network).
 	Primary *Primary
+	// Foreign, when set, adds the attachments netclass plugins made for
+	// Multus (NetworkAttachmentDefinitions), named by their NAD.
+	Foreign *Foreign
 	// Debounce is the least time between the starts of two triggered
 	// syncs (0: 250 ms): a trigger after a quiet spell syncs at once, the
 	// triggers of a burst gather into the next sync (kube-proxy's

@@ -41,8 +41,11 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 			outs, todo = a.planDevice(c, &c.Devices[i], peers, seen, outs, todo)
 		}
 	}
+	fouts, ftodo := a.planForeign(peers, seen)
 	a.forgetUnseen(seen)
+	a.removeGoneForeign(ctx, seen)
 	outs = append(outs, a.apply(ctx, todo)...)
+	outs = append(append(outs, fouts...), a.applyForeign(ftodo)...)
 	outs = append(outs, a.syncPrimary(ctx)...)
 	slices.SortFunc(outs, func(x, y Outcome) int {
 		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))

@@ -1,0 +1,211 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/kernel/netns"
+	"github.com/netclass-dev/netclass/plugins/qosport"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/multus"
+	"github.com/netclass-dev/netclass/shim/ruleagent"
+	"github.com/netclass-dev/netclass/shim/sandboxes"
+)
+
+// ForeignPollInterval is how often the plugins' record store is looked at
+// for attachments appearing or going (each change asks the agent for a
+// sync; NRI's sandbox events ask too).
+const ForeignPollInterval = time.Second
+
+// foreignAttachments gives the agent the attachments netclass plugins made
+// for another CNI caller (Multus): the plugins' records in
+// cfg.ForeignRecordDir, matched to the node's sandboxes and pods, named
+// by the NAD of the pod's network-status. Off when the directory is "".
+func (d *Daemon) foreignAttachments(ctx context.Context, record *sandboxes.Record) {
+	dir := d.cfg.ForeignRecordDir
+	if dir == "" {
+		return
+	}
+	src := &foreignSource{dir: dir, sandboxes: record.List, claims: d.runtime.Claims,
+		pods: nodePods{d.podFac.Core().V1().Pods().Lister()}}
+	d.qos.Foreign = ruleagent.NewForeign(func() []ruleagent.ForeignAttachment { return src.list(ctx) }, qosport.RemovePortRules)
+	go watchRecords(ctx, dir, ForeignPollInterval, d.qos.Trigger)
+}
+
+// foreignSource reads the foreign attachments.
+type foreignSource struct {
+	dir       string
+	sandboxes func() []sandboxes.Sandbox
+	claims    func() []*checkpoint.Claim
+	pods      ruleagent.Pods
+}
+
+func (s *foreignSource) list(ctx context.Context) []ruleagent.ForeignAttachment {
+	recs, err := readRecords(s.dir)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Reading the netclass plugins' records failed; the attachments of the unreadable ones are left out", "dir", s.dir)
+	}
+	return matchForeign(recs, s.sandboxes(), claimed(s.claims()), s.pods.Pod)
+}
+
+// readRecords reads every network's records of the store (an unreadable
+// network is reported and skipped).
+func readRecords(dir string) ([]*attach.Record, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*attach.Record
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		recs, err := attach.Store{Dir: dir}.List(e.Name())
+		errs = append(errs, err)
+		out = append(out, recs...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// claimed is the set of sandbox/interface of the claims' attachments.
+func claimed(claims []*checkpoint.Claim) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range claims {
+		for _, d := range c.Devices {
+			for _, at := range d.Attachments {
+				out[at.SandboxID+"/"+at.IfName] = true
+			}
+		}
+	}
+	return out
+}
+
+// matchForeign turns the records into the agent's foreign attachments:
+// those of a running sandbox of the node whose pod is known and names the
+// interface's NetworkAttachmentDefinition in its network-status; never a
+// claim attachment's (claimed), whatever its record says.
+func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[string]bool,
+	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool)) []ruleagent.ForeignAttachment {
+	byID := map[string]sandboxes.Sandbox{}
+	for _, sb := range sbs {
+		byID[sb.ID] = sb
+	}
+	var out []ruleagent.ForeignAttachment
+	for _, r := range recs {
+		sb, ok := byID[r.ContainerID]
+		if !ok || claimed[r.ContainerID+"/"+r.IfName] {
+			continue
+		}
+		p, ok := pod(sb.Pod.Namespace, sb.Pod.Name, sb.UID)
+		if !ok {
+			continue
+		}
+		status, err := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
+		if err != nil {
+			continue
+		}
+		nad, entry, ok := multus.NADOf(status, p.Namespace, r.IfName)
+		if !ok {
+			continue // not Multus's, or its status not written yet (its update asks for a sync)
+		}
+		out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
+			NetNS: r.NetNS, NAD: nad, HostIf: r.HostIf, MAC: entry.MAC, CIDRs: r.Addresses, Base: effectiveQoS(r.Config)})
+	}
+	slices.SortFunc(out, func(a, b ruleagent.ForeignAttachment) int {
+		return strings.Compare(a.Pod.String()+"/"+a.IfName, b.Pod.String()+"/"+b.IfName)
+	})
+	return out
+}
+
+// effectiveQoS is the qos the plugin applied at ADD with the configuration
+// it recorded (nil: none, or not a configuration netclass parses).
+func effectiveQoS(raw []byte) *qos.Spec {
+	if len(raw) == 0 {
+		return nil
+	}
+	c, err := netconf.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	switch c := c.(type) {
+	case *netconf.Bridge:
+		return c.EffectiveQoS
+	case *netconf.VLAN:
+		return c.EffectiveQoS
+	case *netconf.VXLAN:
+		return c.EffectiveQoS
+	case *netconf.SRIOV:
+		return c.EffectiveQoS
+	}
+	return nil
+}
+
+// watchRecords calls changed whenever the store's list of records (a
+// file per attachment under a directory per network) differs from the
+// last one seen, polling every interval until ctx ends.
+func watchRecords(ctx context.Context, dir string, interval time.Duration, changed func()) {
+	last := recordNames(dir)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if now := recordNames(dir); now != last {
+			last = now
+			changed()
+		}
+	}
+}
+
+// recordNames lists the store's record files, "<network>/<file>" joined.
+func recordNames(dir string) string {
+	var names []string
+	nets, _ := os.ReadDir(dir)
+	for _, n := range nets {
+		if !n.IsDir() {
+			continue
+		}
+		files, _ := os.ReadDir(filepath.Join(dir, n.Name()))
+		for _, f := range files {
+			if strings.HasSuffix(f.Name(), ".json") && !strings.HasPrefix(f.Name(), ".") { // not a record being written
+				names = append(names, n.Name()+"/"+f.Name())
+			}
+		}
+	}
+	return strings.Join(names, "\n")
+}
+
+// podInterfaces lists the interface names in a pod's network namespace
+// (nri.Plugin.Interfaces).
+func podInterfaces(path string) ([]string, error) {
+	var names []string
+	err := netns.Do(path, func() error {
+		links, err := link.List()
+		for _, l := range links {
+			names = append(names, l.Attrs().Name)
+		}
+		return err
+	})
+	return names, err
+}

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/plugins/attach"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
+	"github.com/netclass-dev/netclass/shim/multus"
+	"github.com/netclass-dev/netclass/shim/sandboxes"
+)
+
+func statusAnnotation(entries ...multus.Status) map[string]string {
+	raw, _ := json.Marshal(entries)
+	return map[string]string{multus.AnnotationNetworkStatus: string(raw)}
+}
+
+// Records become foreign attachments only for a running sandbox of a
+// known pod whose network-status names the interface's NAD, and never
+// for an interface a claim attached.
+func TestMatchForeign(t *testing.T) {
+	cfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscp":46}}}}`)
+	recs := []*attach.Record{
+		{Network: "n", ContainerID: "sb-a", IfName: "net1", NetNS: "/ns/a", HostIf: "h-a", Addresses: []string{"10.7.0.2/24"}, Config: cfg},
+		{Network: "n", ContainerID: "sb-a", IfName: "net2", NetNS: "/ns/a"},    // a claim's (claimed)
+		{Network: "n", ContainerID: "sb-gone", IfName: "net1", NetNS: "/ns/x"}, // no running sandbox: cnitool's, or stopped
+		{Network: "n", ContainerID: "sb-b", IfName: "net1", NetNS: "/ns/b"},    // b's status has no net1 yet
+		{Network: "n", ContainerID: "sb-c", IfName: "net1", NetNS: "/ns/c"},    // c's UID is another pod's
+	}
+	sbs := []sandboxes.Sandbox{
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, UID: "a", ID: "sb-a", NetNS: "/ns/a"},
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, UID: "b", ID: "sb-b", NetNS: "/ns/b"},
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "c"}, UID: "c-old", ID: "sb-c", NetNS: "/ns/c"},
+	}
+	pods := map[string]*corev1.Pod{
+		"a": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a", Annotations: statusAnnotation(
+			multus.Status{Name: "primary", Interface: "eth0", Default: true},
+			multus.Status{Name: "t1/nad", Interface: "net1", IPs: []string{"10.7.0.2"}, MAC: "02:00:00:00:00:0a"},
+			multus.Status{Name: "t1/other", Interface: "net2"})}}, // even named so, net2 is the claim's
+		"b": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "b", UID: "b", Annotations: statusAnnotation(
+			multus.Status{Name: "primary", Interface: "eth0", Default: true})}},
+		"c": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "c", UID: "c", Annotations: statusAnnotation(
+			multus.Status{Name: "t1/nad", Interface: "net1"})}},
+	}
+	get := func(ns, name string, uid types.UID) (*corev1.Pod, bool) {
+		p, ok := pods[name]
+		return p, ok && p.UID == uid
+	}
+	claims := []*checkpoint.Claim{{Devices: []checkpoint.Device{{Attachments: []checkpoint.Attachment{{SandboxID: "sb-a", IfName: "net2"}}}}}}
+	got := matchForeign(recs, sbs, claimed(claims), get)
+	if len(got) != 1 {
+		t.Fatalf("got %d foreign attachments, want a's net1 only: %+v", len(got), got)
+	}
+	f := got[0]
+	if f.Pod.Name != "a" || f.PodUID != "a" || f.IfName != "net1" || f.NetNS != "/ns/a" || f.HostIf != "h-a" ||
+		f.NAD != (types.NamespacedName{Namespace: "t1", Name: "nad"}) || f.MAC != "02:00:00:00:00:0a" || len(f.CIDRs) != 1 {
+		t.Errorf("a's net1: %+v", f)
+	}
+	if f.Base == nil || f.Base.DSCP == nil || *f.Base.DSCP != 46 {
+		t.Errorf("a's net1 base QoS %+v, want its args.cni.qos (dscp 46)", f.Base)
+	}
+}
+
+func TestEffectiveQoS(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		dscp int
+	}{
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","qos":{"dscp":10}}`, 10},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","qos":{"dscp":10},"args":{"cni":{"qos":{"dscp":46}}}}`, 46},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge"}`, -1},
+		{`{"type":"bridge"}`, -1},
+		{``, -1},
+	} {
+		got := effectiveQoS([]byte(tc.raw))
+		switch {
+		case tc.dscp < 0 && got != nil:
+			t.Errorf("%s: %+v, want none", tc.raw, got)
+		case tc.dscp >= 0 && (got == nil || got.DSCP == nil || *got.DSCP != tc.dscp):
+			t.Errorf("%s: %+v, want dscp %d", tc.raw, got, tc.dscp)
+		}
+	}
+}
+
+// A record appearing or going in the store asks for a sync; nothing else
+// does.
+func TestWatchRecordsTriggersOnChange(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed := make(chan struct{}, 10)
+	go watchRecords(ctx, dir, 10*time.Millisecond, func() { changed <- struct{}{} })
+	expect := func(what string, want bool) {
+		t.Helper()
+		select {
+		case <-changed:
+			if !want {
+				t.Fatalf("%s: a sync was asked for", what)
+			}
+		case <-time.After(200 * time.Millisecond):
+			if want {
+				t.Fatalf("%s: no sync asked for", what)
+			}
+		}
+	}
+	expect("nothing changed", false)
+	if err := (attach.Store{Dir: dir}).Put(&attach.Record{Network: "n", ContainerID: "sb", IfName: "net1"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("a record written", true)
+	expect("nothing changed since", false)
+	if err := os.Remove(filepath.Join(dir, "n", "sb.net1.json")); err != nil {
+		t.Fatal(err)
+	}
+	expect("a record removed", true)
+}

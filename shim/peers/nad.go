@@ -1,0 +1,46 @@
+package peers
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/multus"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+// nadEndpoints are the pods' addresses on a NetworkAttachmentDefinition's
+// network: the IPs of their network-status entries naming that NAD
+// (Multus writes them; "namespace/name", a bare name of the pod's
+// namespace). A pod whose status is unreadable, or names the NAD on no
+// interface, has none.
+func nadEndpoints(pods []corev1.Pod, ref attachment.NetworkRef) []Endpoint {
+	var out []Endpoint
+	for i := range pods {
+		p := &pods[i]
+		entries, err := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
+		if err != nil {
+			continue
+		}
+		var addrs []netip.Addr
+		for _, e := range entries {
+			nad, err := multus.ParseNADName(e.Name, p.Namespace)
+			if err != nil || e.Default || nad.Namespace != ref.Namespace || nad.Name != ref.Name {
+				continue
+			}
+			for _, ip := range e.IPs {
+				if a, err := netip.ParseAddr(ip); err == nil {
+					addrs = append(addrs, a)
+				}
+			}
+		}
+		if len(addrs) > 0 {
+			out = append(out, Endpoint{Addrs: addrs, Ports: podPorts(p)})
+		}
+	}
+	return out
+}
+
+// isNAD reports whether the reference names a NetworkAttachmentDefinition.
+func isNAD(ref attachment.NetworkRef) bool { return network.Network{Ref: ref}.IsNAD() }
