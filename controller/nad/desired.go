@@ -40,17 +40,17 @@ import (
 
 // GVR and kind of NetworkAttachmentDefinitions.
 var (
-	GVR = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
-	GVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
+	GVR = schema.GroupVersionResource{Group: contract.NADGroup, Version: contract.NADVersion, Resource: contract.NADResource}
+	GVK = schema.GroupVersionKind{Group: contract.NADGroup, Version: contract.NADVersion, Kind: contract.NADKind}
 )
 
 // Labels, annotations and the finalizer of generated NADs.
 const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = contract.NADManagedByLabel
 	ManagedBy      = contract.Provider
 	// AnnotationNetwork names the NAD's network: "<namespace>/<name>" for
 	// a Network, "<name>" for a PodNetwork (netclass-nad's "network").
-	AnnotationNetwork = "netclass.dev/network"
+	AnnotationNetwork = contract.NADNetworkAnnotation
 	// AnnotationNamespaces on a PodNetwork lists, comma-separated, the
 	// namespaces that get a NAD of it.
 	AnnotationNamespaces = "netclass.dev/nad-namespaces"

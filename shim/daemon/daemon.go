@@ -24,6 +24,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -108,6 +109,10 @@ type Daemon struct {
 	// clusterFac caches the ClusterNetworkPolicies labelled for netclass
 	// (nil: not served).
 	clusterFac cnpinformers.SharedInformerFactory
+	// nadFac caches NetworkAttachmentDefinitions' metadata (nil: not
+	// served yet), which nadLook reads for the agent.
+	nadFac  metadatainformer.SharedInformerFactory
+	nadLook *nadLookup
 	// later are the policy kinds not served at start (watchLaterKinds).
 	later     []laterKind
 	peers     peers.Listers
@@ -162,6 +167,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	if err := d.clusterInformer(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.nadInformer(ctx); err != nil {
 		return nil, err
 	}
 	d.plugins(ctx)

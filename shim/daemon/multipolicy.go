@@ -91,6 +91,9 @@ func (d *Daemon) startInformers(ctx context.Context) (stop func(), err error) {
 	if d.clusterFac != nil {
 		facs = append(facs, d.clusterFac)
 	}
+	if d.nadFac != nil {
+		facs = append(facs, nadFactory{d.nadFac})
+	}
 	for _, f := range facs {
 		f.Start(ctx.Done())
 	}

@@ -58,6 +58,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		NamespaceLabels: d.namespaceLabels,
 	}
 	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events, Policy: d.policyObject}
+	agent.NADs = d.nadLook // nil-safe: describes nothing when not made
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
 	agent.Timed = d.agentMetrics.ObserveSync
 	statusWriter := &qosstatus.Background{Writer: status, Timeout: 10 * time.Second}
@@ -92,6 +93,9 @@ func (d *Daemon) agentInputs() []cache.SharedIndexInformer {
 	}
 	if d.clusterFac != nil {
 		infs = append(infs, d.clusterFac.Policy().V1beta1().ClusterNetworkPolicies().Informer())
+	}
+	if d.nadFac != nil {
+		infs = append(infs, d.nadFac.ForResource(nadResource).Informer())
 	}
 	return infs
 }

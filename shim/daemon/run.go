@@ -69,6 +69,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) (stop func(), err error) {
 func (d *Daemon) runLoops(ctx context.Context, helper *kubeletplugin.Helper, cancel context.CancelCauseFunc) {
 	loops := []func(){
 		func() { d.watchLaterKinds(ctx, cancel) },
+		func() { d.watchNADs(ctx) },
 		func() { d.publisher.Run(ctx, d.metrics.Sink(helper)) },
 		func() { nri.Run(ctx, d.cfg.NRISocket, d.runtime, time.Second) },
 		func() { d.reportNodeNetworks(ctx) },

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -11,7 +12,7 @@ import (
 // network of an attachment Multus made from one (the node agent's
 // "foreign" attachments: netclass plugins run by Multus, not by
 // netclass-dra) is named by it.
-var MultusNADGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
+var MultusNADGVK = schema.GroupVersionKind{Group: contract.NADGroup, Version: contract.NADVersion, Kind: contract.NADKind}
 
 // FromNAD is the network of an attachment made from the
 // NetworkAttachmentDefinition nad: what policy-for, a NetworkPolicy's

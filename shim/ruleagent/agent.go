@@ -161,6 +161,10 @@ type Agent struct {
 	// Foreign, when set, adds the attachments netclass plugins made for
 	// Multus (NetworkAttachmentDefinitions), named by their NAD.
 	Foreign *Foreign
+	// NADs, when set, describes NetworkAttachmentDefinitions for NetworkQoS
+	// NAD selectors: a foreign attachment's NAD, and the NAD
+	// netclass-controller generated for a claim attachment's network.
+	NADs NADs
 	// Debounce is the least time between the starts of two triggered
 	// syncs (0: 250 ms): a trigger after a quiet spell syncs at once, the
 	// triggers of a burst gather into the next sync (kube-proxy's

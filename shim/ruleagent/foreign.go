@@ -94,7 +94,11 @@ func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs [
 		p := pending{key: key, at: checkpoint.Attachment{PodUID: f.PodUID, SandboxID: f.SandboxID, NetNS: f.NetNS, IfName: f.IfName,
 			State: checkpoint.Attached, Result: &checkpoint.Result{InterfaceName: f.IfName, MAC: f.MAC, IPs: f.CIDRs}},
 			out: Outcome{Pod: f.Pod, PodUID: f.PodUID, IfName: f.IfName, Network: net.Ref, NAD: f.NAD}}
-		p.qos = a.foreignQoS(f, render.Target{Namespace: f.Pod.Namespace, PodLabels: pod.Labels, Network: net}, key, &p.out)
+		target := render.Target{Namespace: f.Pod.Namespace, PodLabels: pod.Labels, Network: net}
+		if a.NADs != nil {
+			target.NAD = a.NADs.NAD(f.NAD.Namespace, f.NAD.Name)
+		}
+		p.qos = a.foreignQoS(f, target, key, &p.out)
 		if a.NetPol != nil {
 			if p.policy = a.policyPlan(pod, net, peers, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
 				p.policy = nil

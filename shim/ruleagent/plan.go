@@ -92,6 +92,9 @@ func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, peers netp
 			PodUID: ref.UID, IfName: at.IfName, Network: d.Network}}
 		if d.QoS != nil && offered {
 			target := render.Target{Namespace: ref.Namespace, PodLabels: pod.Labels, Network: net}
+			if a.NADs != nil {
+				target.NAD = a.NADs.Generated(ref.Namespace, net)
+			}
 			if p.qos = a.plan(d, target, &p.out); p.qos != nil && a.holds(key, p.qos) {
 				p.qos = nil
 			}
