@@ -5,12 +5,14 @@ package scale
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -38,13 +40,16 @@ func newWorld(t *testing.T, e *harness.Env) *world {
 	cluster := e.AutoVXLANCluster(t) // before the namespace: deleted after its pods
 	bn := e.BridgeNet(t, "churn", "local")
 	class := e.Class(t, harness.NetworkKind)
-	e.Network(t, bn.Namespace, "vx", cluster, harness.RandomVNI(), harness.RandomSubnet())
+	// A /16: each node's block is 256 addresses (a /24 gives 16, fewer than
+	// a wave's pods on a node).
+	e.Network(t, bn.Namespace, "vx", cluster, harness.RandomVNI(), fmt.Sprintf("10.%d.0.0/16", 160+rand.IntN(40)))
 	for _, n := range e.Nodes {
 		e.WaitDeviceOn(t, n.Name, class, bn.Namespace, "vx", true)
 	}
 	e.ClaimTemplate(t, bn.Namespace, "vx", class, bn.Namespace, "vx", nil)
 	rc := rest.CopyConfig(e.Rest)
 	rc.QPS, rc.Burst = 200, 400 // the waves' bulk writes; the harness's limit would pace them
+	rc.Timeout = 0              // a wave's watch lasts minutes: the harness's request timeout would end it
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +89,7 @@ func (w *world) policies(t *testing.T) {
 func (w *world) wave(t *testing.T, index, n int) waveResult {
 	t.Helper()
 	label := fmt.Sprintf("wave-%d", index)
-	ctx := ctxFor(t, harness.PodTimeout+time.Minute)
+	ctx := ctxFor(t, harness.PodTimeout)
 	watcher, err := w.kube.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{LabelSelector: "wave=" + label})
 	if err != nil {
 		t.Fatal(err)
@@ -96,20 +101,23 @@ func (w *world) wave(t *testing.T, index, n int) waveResult {
 	r := waveResult{index: index}
 	got := <-seen
 	for name, at := range created {
-		switch ready, ok := got.ready[name]; {
-		case ok && !got.failed[name]:
+		if ready, ok := got.ready[name]; ok && !got.failed[name] {
 			r.starts = append(r.starts, ready.Sub(at))
-		default:
+		} else {
 			r.failed++
-			t.Errorf("pod %s/%s of wave %d did not become Ready within %v", w.ns, name, index, harness.PodTimeout)
 		}
 	}
-	start := time.Now()
-	grace := int64(1)
-	if err := w.kube.CoreV1().Pods(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
-		metav1.ListOptions{LabelSelector: "wave=" + label}); err != nil {
-		t.Fatalf("delete wave %d: %v", index, err)
+	if r.failed > 0 {
+		t.Errorf("wave %d: %d of %d pods not Ready within %v: %s", index, r.failed, n, harness.PodTimeout, w.why(label))
 	}
+	ctx = ctxFor(t, 5*time.Minute)
+	start := time.Now()
+	w.each(n, func(i int) {
+		grace := int64(1)
+		if err := w.kube.CoreV1().Pods(w.ns).Delete(ctx, podName(index, i), metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete pod %s: %v", podName(index, i), err)
+		}
+	})
 	testbed.Poll(t, ctx, 250*time.Millisecond, "wave "+label+" gone", func(ctx context.Context) (bool, string, error) {
 		l, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "wave=" + label})
 		if err != nil {
@@ -127,32 +135,37 @@ func (w *world) create(t *testing.T, index, n int, label string) map[string]time
 	t.Helper()
 	created := make(map[string]time.Time, n)
 	var mu sync.Mutex
+	w.each(n, func(i int) {
+		p := harness.PodOn(w.e.Nodes[i%len(w.e.Nodes)].Name, w.ns, podName(index, i), "local", "vx")
+		p.Labels = map[string]string{"app": "churn", "wave": label}
+		at := time.Now()
+		if _, err := w.kube.CoreV1().Pods(w.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Errorf("create pod %s: %v", p.Name, err)
+			return
+		}
+		mu.Lock()
+		created[p.Name] = at
+		mu.Unlock()
+	})
+	return created
+}
+
+// each runs f for 0..n-1, eight at once.
+func (w *world) each(n int, f func(i int)) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
-				p := harness.PodOn(w.e.Nodes[i%len(w.e.Nodes)].Name, w.ns, podName(index, i), "local", "vx")
-				p.Labels = map[string]string{"app": "churn", "wave": label}
-				at := time.Now()
-				if _, err := w.kube.CoreV1().Pods(w.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-					t.Errorf("create pod %s: %v", p.Name, err)
-					continue
-				}
-				mu.Lock()
-				created[p.Name] = at
-				mu.Unlock()
+				f(i)
 			}
-		}()
+		})
 	}
 	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return created
 }
 
 // outcomes are when each pod of a wave was first seen Ready, and which
@@ -196,4 +209,33 @@ func ready(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// why sums up the wave's pods that are not Ready: how many in each phase,
+// with the reason of their scheduling condition or first waiting
+// container.
+func (w *world) why(label string) string {
+	l, err := w.kube.CoreV1().Pods(w.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "wave=" + label})
+	if err != nil {
+		return err.Error()
+	}
+	count := map[string]int{}
+	for _, p := range l.Items {
+		if ready(&p) {
+			continue
+		}
+		reason := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				reason = c.Reason + ": " + c.Message
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil && reason == "" {
+				reason = cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+			}
+		}
+		count[string(p.Status.Phase)+" "+reason]++
+	}
+	return fmt.Sprint(count)
 }
