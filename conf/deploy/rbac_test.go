@@ -118,6 +118,7 @@ func draCalls() []apiCall {
 	add(calls(mod+"shim/qosstatus", `\.ApplyStatus\(ctx, ac,`, nc, "networkqoses/status", "patch"))
 	add(calls(mod+"shim/daemon", `polFac\.Networking\(\)\.V1\(\)\.NetworkPolicies\(\)`, "networking.k8s.io", "networkpolicies", "list", "watch"))
 	add(calls(mod+"shim/daemon", `multiFac\.K8sCniCncfIo\(\)\.V1beta1\(\)\.MultiNetworkPolicies\(\)`, "k8s.cni.cncf.io", "multi-networkpolicies", "list", "watch"))
+	add(calls(mod+"shim/daemon", `nadFac\.ForResource\(nadResource\)\.Informer\(\)`, "k8s.cni.cncf.io", "network-attachment-definitions", "list", "watch"))
 	add(calls(mod+"shim/daemon", `clusterFac\.Policy\(\)\.V1beta1\(\)\.ClusterNetworkPolicies\(\)`, "policy.networking.k8s.io", "clusternetworkpolicies", "list", "watch"))
 	return c
 }
