@@ -57,7 +57,7 @@ func configFromEnv(t *testing.T) config {
 // reservations, plugin records, checkpoint records) and no ResourceClaim
 // of the namespace may remain; netclass-dra's goroutines must be back to
 // their level and its RSS near it. It reports each wave's pod start
-// (creation to Ready, as the API server's watch shows it) p50/p99 and
+// (creation to Ready, as a list every 250 ms sees it) p50/p99 and
 // each daemon's CPU.
 func TestChurn(t *testing.T) {
 	cfg := configFromEnv(t)

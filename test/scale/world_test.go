@@ -14,7 +14,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -90,13 +89,8 @@ func (w *world) wave(t *testing.T, index, n int) waveResult {
 	t.Helper()
 	label := fmt.Sprintf("wave-%d", index)
 	ctx := ctxFor(t, harness.PodTimeout)
-	watcher, err := w.kube.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{LabelSelector: "wave=" + label})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Stop()
 	seen := make(chan outcomes, 1)
-	go func() { seen <- follow(ctx, watcher, n) }()
+	go func() { seen <- w.follow(ctx, label, n) }()
 	created := w.create(t, index, n, label)
 	r := waveResult{index: index}
 	got := <-seen
@@ -175,27 +169,31 @@ type outcomes struct {
 	failed map[string]bool
 }
 
-// follow reads the watch until n pods are Ready or failed, or ctx ends.
-// It runs while the pods are created, so that the watch never lags.
-func follow(ctx context.Context, watcher watch.Interface, n int) outcomes {
+// follow lists the wave's pods every 250 ms (a watch can end early on a
+// loaded API server) until n pods are Ready or failed, or ctx ends.
+func (w *world) follow(ctx context.Context, label string, n int) outcomes {
 	o := outcomes{ready: map[string]time.Time{}, failed: map[string]bool{}}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for len(o.ready)+len(o.failed) < n {
 		select {
 		case <-ctx.Done():
 			return o
-		case ev, ok := <-watcher.ResultChan():
-			if !ok {
-				return o
-			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || o.failed[p.Name] || !o.ready[p.Name].IsZero() {
-				continue
-			}
+		case <-tick.C:
+		}
+		l, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "wave=" + label})
+		if err != nil {
+			continue // the next tick asks again
+		}
+		now := time.Now()
+		for i := range l.Items {
+			p := &l.Items[i]
 			switch {
+			case o.failed[p.Name] || !o.ready[p.Name].IsZero():
 			case p.Status.Phase == corev1.PodFailed:
 				o.failed[p.Name] = true
 			case ready(p):
-				o.ready[p.Name] = time.Now()
+				o.ready[p.Name] = now
 			}
 		}
 	}
