@@ -68,6 +68,9 @@ func scrape(ctx context.Context, n bed.Node, url string) (samples, error) {
 	}
 	out := samples{}
 	for name, f := range families {
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			continue // netclass-dra's Go runtime and process series (README "Metrics")
+		}
 		if !strings.HasPrefix(name, "netclass_") {
 			return nil, fmt.Errorf("%s serves %s, not a netclass_* series", url, name)
 		}
