@@ -99,16 +99,7 @@ func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs [
 			target.NAD = a.NADs.NAD(f.NAD.Namespace, f.NAD.Name)
 		}
 		p.qos = a.foreignQoS(f, target, key, &p.out)
-		if a.NetPol != nil {
-			if p.policy = a.policyPlan(pod, net, peers, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
-				p.policy = nil
-			}
-		}
-		if p.qos == nil && p.policy == nil {
-			outs = append(outs, p.out)
-		} else {
-			todo = append(todo, p)
-		}
+		outs, todo = a.file(p, pod, net, peers, outs, todo)
 	}
 	return outs, todo
 }

@@ -99,18 +99,24 @@ func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, peers netp
 				p.qos = nil
 			}
 		}
-		if a.NetPol != nil {
-			if p.policy = a.policyPlan(pod, net, peers, &p.out); p.policy != nil && a.holdsPolicy(key, p.policy) {
-				p.policy = nil
-			}
-		}
-		if p.qos == nil && p.policy == nil {
-			outs = append(outs, p.out)
-		} else {
-			todo = append(todo, p)
-		}
+		outs, todo = a.file(p, pod, net, peers, outs, todo)
 	}
 	return outs, todo
+}
+
+// file adds to p, its QoS planned, the policy plan to sync (unless the
+// attachment holds it already), and files p under todo when it has a plan
+// to sync, its outcome under outs when not.
+func (a *Agent) file(p pending, pod *corev1.Pod, net network.Network, peers netpolicy.Peers, outs []Outcome, todo []pending) ([]Outcome, []pending) {
+	if a.NetPol != nil {
+		if p.policy = a.policyPlan(pod, net, peers, &p.out); p.policy != nil && a.holdsPolicy(p.key, p.policy) {
+			p.policy = nil
+		}
+	}
+	if p.qos == nil && p.policy == nil {
+		return append(outs, p.out), todo
+	}
+	return outs, append(todo, p)
 }
 
 // networkOf returns the device's network as offered on the node, or, when
