@@ -16,6 +16,9 @@ import (
 // rollback deletes the attachments a failed sandbox got, last first, and
 // forgets them.
 func (p *Plugin) rollback(ctx context.Context, sandbox, netns string, steps []Step) {
+	if p.SettleSecure != nil {
+		p.SettleSecure()
+	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := steps[i]
 		att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName}
@@ -23,6 +26,30 @@ func (p *Plugin) rollback(ctx context.Context, sandbox, netns string, steps []St
 			klog.FromContext(ctx).Error(err, "Rolling back a failed attachment failed; CNI GC will remove it", "pod", klog.KRef(s.Pod.Namespace, s.Pod.Name))
 		}
 	}
+}
+
+// rollbackHolding is rollback for a caller that does not hold the steps'
+// claims (RunPodSandbox's, which rolls back after answering the runtime):
+// it takes their locks first, so the rule agent, which applies rules under
+// them to the attachments a claim's record says are attached, cannot write
+// a port's rules after its DEL removed them. When the locks cannot be had
+// within ctx it rolls back without them: a device left until CNI GC would
+// be worse than a race with the agent.
+func (p *Plugin) rollbackHolding(ctx context.Context, sandbox, netns string, steps []Step) {
+	if len(steps) == 0 {
+		return
+	}
+	uids := make([]types.UID, len(steps))
+	for i, s := range steps {
+		uids[i] = s.Claim.UID
+	}
+	release, err := p.locks.lock(ctx, uids...)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Rolling back a failed sandbox without its claims' locks", "sandbox", short(sandbox))
+		release = func() {}
+	}
+	defer release()
+	p.rollback(ctx, sandbox, netns, steps)
 }
 
 // detach runs DEL for one attachment and forgets it once DEL succeeded.

@@ -31,6 +31,8 @@ type fakeCNI struct {
 	cached  map[string]cni.Result
 	gc      map[string][]string
 	failDel int // the next failDel DELs fail
+	// onDel, when set, is called at each DEL with its call.
+	onDel func(call string)
 	// warn are the plugins' warnings an ADD of the interface returns.
 	warn map[string][]string
 }
@@ -85,7 +87,11 @@ func (f *fakeCNI) Add(ctx context.Context, conf []byte, a cni.Attachment) (cni.R
 }
 
 func (f *fakeCNI) Del(_ context.Context, conf []byte, a cni.Attachment) error {
-	f.record(fmt.Sprintf("DEL %s %s %s", netName(conf), a.ContainerID, a.IfName))
+	call := fmt.Sprintf("DEL %s %s %s", netName(conf), a.ContainerID, a.IfName)
+	f.record(call)
+	if f.onDel != nil {
+		f.onDel(call)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failDel > 0 {

@@ -127,6 +127,34 @@ func TestRunFailureRollsBack(t *testing.T) {
 	rolledBack(t, h)
 }
 
+// A failed sandbox is rolled back after RunPodSandbox answered, in the
+// background: holding its claims' locks, or the rule agent (which applies
+// rules under them to the attachments a record says are attached) could
+// write a rolled-back port's rules after its DEL removed them (the churn
+// of test/scale found such rules left on a node).
+func TestRollbackHoldsTheClaims(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c1", "a", 0, "p", dev("blue", ""), dev("red", "")))
+	h.cni.failAdd = map[string]error{"net2": errors.New("no addresses left")}
+	var unheld []string
+	h.cni.onDel = func(call string) {
+		h.plugin.locks.mu.Lock()
+		defer h.plugin.locks.mu.Unlock()
+		if !h.plugin.locks.held["c1"] {
+			unheld = append(unheld, call)
+		}
+	}
+	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p")); err == nil {
+		t.Fatal("RunPodSandbox succeeded with a failing ADD")
+	}
+	h.timing(t)
+	h.plugin.Wait()
+	if len(unheld) > 0 {
+		t.Fatalf("rolled back without claim c1's lock: %v", unheld)
+	}
+	rolledBack(t, h)
+}
+
 // rolledBack checks a sandbox of pod p whose second attachment (claim c1's
 // red, net2) failed: both were taken back, and the failure is on the pod
 // and in the claim's status.

@@ -84,6 +84,11 @@ type Plugin struct {
 	// selects is never open on the network. An error fails the attachment
 	// (the sandbox fails closed and the kubelet retries).
 	Secure func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, pod checkpoint.Pod, att checkpoint.Attachment) error
+	// SettleSecure, when set, returns once the work of every Secure that
+	// returned has ended (a Secure past its deadline returns while its
+	// kernel call goes on): a rollback's DELs wait for it, so they remove
+	// what that work wrote rather than run before it.
+	SettleSecure func()
 	// Sandboxes, when set, is told of every sandbox of the node, with or
 	// without netclass attachments (SandboxWatcher).
 	Sandboxes SandboxWatcher
@@ -345,7 +350,7 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 		defer p.wg.Done()
 		ctx, cancel := context.WithTimeout(p.logCtx, time.Minute)
 		defer cancel()
-		p.rollback(ctx, pod.GetId(), NetNS(pod), undo)
+		p.rollbackHolding(ctx, pod.GetId(), NetNS(pod), undo)
 		if failedPod != nil {
 			p.Reporter.PodEvent(*failedPod, corev1.EventTypeWarning, "NetworkAttachFailed", se.Error())
 		} else if err != nil && len(pods) > 0 {

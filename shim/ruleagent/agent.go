@@ -175,6 +175,7 @@ type Agent struct {
 	Quiet func(context.Context)
 
 	trigger    chan struct{}
+	guarding   sync.RWMutex // read-held by each Guard's kernel call, also after Guard gave up on it
 	mu         sync.Mutex
 	applied    map[string]*qos.Plan    // attachment key -> the QoS plan it holds
 	appliedPol map[string]*netpol.Plan // attachment key -> the policy plan it holds

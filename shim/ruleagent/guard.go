@@ -50,19 +50,32 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 
 // policyWithin runs the policy kernel, giving up when ctx ends first (the
 // call goes on; the caller fails the attachment, whose DEL removes what it
-// did).
+// did once SettleGuards returned).
 func (a *Agent) policyWithin(ctx context.Context, items []podpolicy.Interface) ([]podpolicy.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	done := make(chan []podpolicy.Result, 1)
-	go func() { done <- a.NetPol.Kernel(items) }()
+	a.guarding.RLock()
+	go func() {
+		defer a.guarding.RUnlock()
+		done <- a.NetPol.Kernel(items)
+	}()
 	select {
 	case res := <-done:
 		return res, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("the policy was not in place in time: %w", ctx.Err())
 	}
+}
+
+// SettleGuards returns once the kernel calls of every Guard that has
+// returned have ended, those it gave up on at its deadline included: a
+// failed attachment's DEL must come after them, or a call still running
+// would write its policy after the DEL removed it.
+func (a *Agent) SettleGuards() {
+	a.guarding.Lock()
+	defer a.guarding.Unlock() // nothing to do inside: waiting for the readers is the point
 }
 
 // attachmentKey names an attachment in the agent's caches.

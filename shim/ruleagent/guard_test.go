@@ -94,3 +94,41 @@ func TestGuardHonoursItsDeadlineAndUnofferedNetworks(t *testing.T) {
 		t.Errorf("the attachment of a withdrawn network got no policy: %v", synced)
 	}
 }
+
+// A Guard that gave up at its deadline leaves its kernel call running;
+// SettleGuards waits for it, so the failed attachment's DEL (the rollback
+// calls it first) removes what the call wrote rather than running before
+// it.
+func TestSettleGuardsWaitsForAbandonedCalls(t *testing.T) {
+	f := newFixture()
+	entered, release := make(chan struct{}), make(chan struct{})
+	finished := false
+	f.agent.NetPol = &NetPolicies{
+		List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
+		Kernel: func(items []podpolicy.Interface) []podpolicy.Result {
+			close(entered)
+			<-release
+			finished = true
+			return make([]podpolicy.Result, len(items))
+		},
+	}
+	claim := f.claims.claims[0]
+	dev := &claim.Devices[0]
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-entered
+		cancel() // the NRI budget ends while the kernel call runs
+	}()
+	if err := f.agent.Guard(ctx, pod, claim.UID, dev, dev.Attachments[0]); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Guard whose budget ended: %v, want the context's error", err)
+	}
+	if f.agent.guarding.TryLock() {
+		t.Fatal("SettleGuards would not wait for the kernel call Guard gave up on")
+	}
+	close(release)
+	f.agent.SettleGuards()
+	if !finished {
+		t.Fatal("SettleGuards returned before the kernel call ended")
+	}
+}
