@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 )
 
 // RecordVersion is the version of the record format this code writes. Records
@@ -185,6 +186,17 @@ func writeFile(path string, data []byte, durable bool) error {
 		d.Close()
 	}
 	return nil
+}
+
+// Addressed puts the result's addresses on the record (once the ADD has
+// them; store the record again after): DEL's teardown reads them, and so
+// does netclass-dra's agent for the attachments Multus makes, whose
+// policies need the pod's own addresses.
+func (r *Record) Addressed(res *current.Result) {
+	r.Addresses = r.Addresses[:0]
+	for _, ipc := range res.IPs {
+		r.Addresses = append(r.Addresses, ipc.Address.String())
+	}
 }
 
 // IPNets parses the record's addresses; unparsable ones are skipped (a

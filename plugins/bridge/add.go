@@ -71,9 +71,7 @@ func add(ctx context.Context, c *netconf.Bridge, args *skel.CmdArgs, undo *attac
 		return nil, err
 	}
 	res.DNS = c.DNS
-	for _, ipc := range res.IPs {
-		rec.Addresses = append(rec.Addresses, ipc.Address.String())
-	}
+	rec.Addressed(res)
 	if err := store(c).Put(rec); err != nil { // now with the addresses DEL may need
 		return nil, err
 	}

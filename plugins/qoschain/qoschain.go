@@ -45,6 +45,7 @@ func add(c *netconf.QoSChain, args *skel.CmdArgs, prev *current.Result) error {
 	}
 	rec := &attach.Record{Network: c.Name, Plugin: netconf.TypeQoS, ContainerID: args.ContainerID,
 		IfName: args.IfName, NetNS: args.Netns, HostIf: hostIf, Config: c.Raw}
+	rec.Addressed(prev)
 	if err := store(c).Put(rec); err != nil {
 		return err
 	}

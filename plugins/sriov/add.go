@@ -61,11 +61,25 @@ func (p plugin) add(ctx context.Context, c *netconf.SRIOV, args *skel.CmdArgs, u
 		ipc.Interface = current.Int(0)
 	}
 	res.DNS = c.DNS
+	if err := recordAddresses(c, args, res); err != nil {
+		return nil, err
+	}
 	if st.Userspace {
 		res.Interfaces[0].Mac = want.MAC
 		return res, nil
 	}
 	return res, p.attachNetdev(c, args, st, mac, res, undo, &k)
+}
+
+// recordAddresses puts the allocated addresses on the attachment's record
+// (claim wrote it before IPAM ran).
+func recordAddresses(c *netconf.SRIOV, args *skel.CmdArgs, res *current.Result) error {
+	rec, err := store(c).Get(c.Name, args.ContainerID, args.IfName)
+	if err != nil || rec == nil {
+		return err
+	}
+	rec.Addressed(res)
+	return store(c).Put(rec)
 }
 
 // keeper keeps a failed ADD's record when a step of its cleanup fails: the

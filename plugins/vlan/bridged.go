@@ -46,7 +46,11 @@ func addBridged(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *
 		return nil, err
 	}
 	bridgeport.Interfaces(res, br, host, args.IfName, args.Netns)
-	if _, err = p.Configure(res); err != nil || c.PortSecurity == nil {
+	if _, err = p.Configure(res); err != nil {
+		return nil, err
+	}
+	rec.Addressed(res)
+	if err := store(c).Put(rec); err != nil || c.PortSecurity == nil {
 		return res, err
 	}
 	undo.Push(func() error { return portguard.Remove(p.HostName()) })

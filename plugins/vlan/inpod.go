@@ -58,6 +58,10 @@ func addInPod(ctx context.Context, c *netconf.VLAN, args *skel.CmdArgs, undo *at
 	if err := configure(args, res); err != nil {
 		return nil, err
 	}
+	rec.Addressed(res)
+	if err := store(c).Put(rec); err != nil {
+		return nil, err
+	}
 	if c.PortSecurity != nil {
 		undo.Push(func() error { return portguard.RemoveInPod(args.Netns, args.IfName) })
 		if err := portguard.SecureInPod(c.PortSecurity, args.Netns, args.IfName, res); err != nil {

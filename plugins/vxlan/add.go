@@ -57,6 +57,10 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 	if _, err := p.Configure(res); err != nil {
 		return nil, err
 	}
+	rec.Addressed(res)
+	if err := store(c).Put(rec); err != nil {
+		return nil, err
+	}
 	if c.PortSecurity != nil {
 		undo.Push(func() error { return portguard.Remove(p.HostName()) })
 		if err := portguard.Secure(c.PortSecurity, portguard.Port{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, br, res); err != nil {

@@ -132,6 +132,24 @@ func TestSharedDevicesLiveUntilTheLastAttachment(t *testing.T) {
 	}
 }
 
+// The record of an attachment holds its addresses: netclass-dra's agent
+// reads them for the attachments Multus makes (their policies need the
+// pod's own addresses), as DEL's teardown does.
+func TestTheRecordHoldsTheAddresses(t *testing.T) {
+	n1, _ := twoNodes(t)
+	conf := n1.conf(t, "blue", 101, "10.62.0.0/24", "10.62.0.10", "10.62.0.99", nil)
+	a := cnitest.NewPod(t)
+	res := n1.Add(t, plugin, conf, a, "net1")
+	t.Cleanup(func() { _ = n1.Del(plugin, conf, a, "net1") })
+	rec, err := attach.Store{Dir: n1.dataDir}.Get("blue", a.ID, "net1")
+	if err != nil || rec == nil {
+		t.Fatalf("record of blue/%s/net1: %+v, %v", a.ID, rec, err)
+	}
+	if len(res.IPs) != 1 || len(rec.Addresses) != 1 || rec.Addresses[0] != res.IPs[0].Address.String() {
+		t.Fatalf("the record holds addresses %v, the result %v", rec.Addresses, res.IPs)
+	}
+}
+
 func TestConcurrentAddsAndDelsOnOneVNI(t *testing.T) {
 	n1, n2 := twoNodes(t)
 	conf := n1.conf(t, "blue", 300, "10.62.0.0/24", "10.62.0.10", "10.62.0.99", nil)
