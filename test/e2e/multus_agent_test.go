@@ -121,21 +121,7 @@ func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) 
 	}
 	b := &polBed{written: map[string]bool{}, network: "ncbr"} // applyMulti: policy-for ncbr, the NAD of the namespace
 	multiWritten := map[string]bool{}
-	// the client's address on the NAD comes from its network-status
-	only8080 := np(ns, "nad-8080", map[string]string{"app": "server"}, ingressOnly,
-		fromOn(peer(nil, sel("app", "client")), port(corev1.ProtocolTCP, intstr.FromInt32(8080), nil)))
-	deny := np(ns, "deny", map[string]string{"app": "server"}, ingressOnly)
-	rows := []struct {
-		name  string
-		np    []*networkingv1.NetworkPolicy
-		multi []*networkingv1.NetworkPolicy // as MultiNetworkPolicies naming the NAD
-		want  [3]bool                       // Multus net1:80, net1:8080, claim net2:80
-	}{
-		{"no policy", nil, nil, [3]bool{true, true, true}},
-		{"MultiNetworkPolicy policy-for ncbr: TCP 8080 from app=client only", nil, pols(only8080), [3]bool{false, true, true}},
-		{"labelled NetworkPolicy deny ingress", pols(deny), nil, [3]bool{false, false, false}},
-		{"no policy again", nil, nil, [3]bool{true, true, true}},
-	}
+	rows := nadRows(ns, "ncbr")
 	for _, row := range rows {
 		b.apply(t, e, row.np)
 		b.applyMulti(t, mc, multiWritten, row.multi)
@@ -143,6 +129,7 @@ func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) 
 			addr netip.Addr
 			port int
 		}{{server.nad, 80}, {server.nad, 8080}, {server.claim, 80}}
+		want := [3]bool{row.open[0], row.open[1], len(row.np) == 0} // only the labelled policy is on the claim's net2
 		testbed.Poll(t, testbed.Context(t, liveTimeout), 100*time.Millisecond, row.name, func(context.Context) (bool, string, error) {
 			var got [3]bool
 			var note []string
@@ -151,11 +138,11 @@ func dualRows(t *testing.T, e *harness.Env, ns string, client, server *dualPod) 
 				if err != nil {
 					return false, "", err
 				}
-				note = append(note, fmt.Sprintf("%s:%d open=%v want %v", p.addr, p.port, got[i], row.want[i]))
+				note = append(note, fmt.Sprintf("%s:%d open=%v want %v", p.addr, p.port, got[i], want[i]))
 			}
-			return got == row.want, strings.Join(note, ", "), nil
+			return got == want, strings.Join(note, ", "), nil
 		})
-		t.Logf("%s: Multus net1 TCP 80 open=%v, TCP 8080 open=%v; claim net2 TCP 80 open=%v", row.name, row.want[0], row.want[1], row.want[2])
+		t.Logf("%s: Multus net1 TCP 80 open=%v, TCP 8080 open=%v; claim net2 TCP 80 open=%v", row.name, want[0], want[1], want[2])
 	}
 }
 
@@ -182,5 +169,30 @@ func checkClaimGone(t *testing.T, n bed.Node, network string, pods ...*dualPod) 
 				t.Errorf("pod %s deleted, rules of its host end %s are still there:\n%s\n%s", p.name, h, rules, guard)
 			}
 		}
+	}
+}
+
+// nadRow is one row of policies on a NAD's attachments and what it leaves
+// open of the server's interface on the NAD: TCP 80, TCP 8080.
+type nadRow struct {
+	name  string
+	np    []*networkingv1.NetworkPolicy // labelled NetworkPolicies
+	multi []*networkingv1.NetworkPolicy // as MultiNetworkPolicies policy-for the NAD
+	open  [2]bool
+}
+
+// nadRows: no policy; a MultiNetworkPolicy policy-for the NAD admitting
+// TCP 8080 from app=client only (the client's address from its
+// network-status); a labelled NetworkPolicy denying app=server's ingress;
+// no policy again.
+func nadRows(ns, nadName string) []nadRow {
+	only8080 := np(ns, "nad-8080", map[string]string{"app": "server"}, ingressOnly,
+		fromOn(peer(nil, sel("app", "client")), port(corev1.ProtocolTCP, intstr.FromInt32(8080), nil)))
+	deny := np(ns, "deny", map[string]string{"app": "server"}, ingressOnly)
+	return []nadRow{
+		{"no policy", nil, nil, [2]bool{true, true}},
+		{"MultiNetworkPolicy policy-for " + nadName + ": TCP 8080 from app=client only", nil, pols(only8080), [2]bool{false, true}},
+		{"labelled NetworkPolicy deny ingress", pols(deny), nil, [2]bool{false, false}},
+		{"no policy again", nil, nil, [2]bool{true, true}},
 	}
 }

@@ -186,6 +186,18 @@ func (b *qosPrimaryBed) syn(pod, dst string, port uint16, dscp uint8, what strin
 	primarySeen(b.t, b.n, b.ip[pod], dst, tcpTo(port), dscp, func() { synTo(b.t, b.e, b.ns, pod, dst, port) }, what)
 }
 
+// flush has the pod (CAP_NET_ADMIN) delete every nftables table and
+// qdisc of its network namespace (the bed image's netprobe); it must
+// succeed.
+func (b *qosPrimaryBed) flush(pod string) {
+	b.t.Helper()
+	out, errOut, err := testbed.Exec(testbed.Context(b.t, time.Minute), b.e.Rest, b.ns, pod, "main", "netprobe", "flush")
+	if err != nil {
+		b.t.Fatalf("pod %s flushing its namespace: %v\n%s%s", pod, err, out, errOut)
+	}
+	b.t.Logf("pod %s: %s", pod, strings.TrimSpace(out))
+}
+
 // create creates the objects.
 func (b *qosPrimaryBed) create(objs ...*ncv1.NetworkQoS) {
 	b.t.Helper()
@@ -230,7 +242,7 @@ func (b *qosPrimaryBed) waitPorts(has, hasNot []string) {
 // but for their namespace, mark the paid and the free pods' traffic to the
 // internet and not to the excepted private ranges, and leave the unlabelled
 // pod alone; the status counts the pods; a pod with CAP_NET_ADMIN that
-// clears its interface's qdiscs keeps its marking; a relabelled pod leaves
+// deletes every nftables table and qdisc it sees keeps its marking; a relabelled pod leaves
 // and comes back; the seed's port example (its NetworkAttachmentDefinitions
 // selection made DefaultNetwork) marks by port; Story 3's priorities
 // decide between a catch-all and a specific object (story3); a deleted pod's rules and
@@ -248,9 +260,8 @@ func TestSeedNetworkQoSOnThePrimaryNetwork(t *testing.T) {
 	b.ping("plain", internet, 0, "Story 1: the unlabelled pod")
 	b.waitPorts([]string{"paid", "free"}, []string{"plain"})
 	waitNodes(t, e, b.ns, "qos-external-paid", map[string]int32{n2.Name: 1}, "enforced on 1 attachments on 1 nodes")
-	_, _, _ = testbed.Exec(testbed.Context(t, time.Minute), e.Rest, b.ns, "paid", "main", "sh", "-c",
-		"tc qdisc del dev eth0 root; tc qdisc del dev eth0 ingress; tc qdisc add dev eth0 root pfifo")
-	b.ping("paid", internet, 20, "after the pod's own qdisc changes")
+	b.flush("paid")
+	b.ping("paid", internet, 20, "after the pod deleted every nftables table and qdisc it sees")
 	relabel(t, e, b.ns, "paid", map[string]string{"user-type": "none"})
 	b.ping("paid", internet, 0, "relabelled out")
 	relabel(t, e, b.ns, "paid", map[string]string{"user-type": "paid"})

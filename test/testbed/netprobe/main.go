@@ -7,6 +7,7 @@
 //	netprobe udp IFNAME DST_MAC DST_IP:PORT MARKER [SRC_MAC [SRC_IP]]   a UDP datagram (default: the interface's own MAC and first address)
 //	netprobe ra IFNAME                                                  an IPv6 router advertisement from the interface's link-local address
 //	netprobe raw IFNAME DST_MAC MARKER                                  a frame of an experimental ethertype (neither IP nor ARP)
+//	netprobe flush                                                      delete every nftables table and qdisc in the pod's namespace (needs CAP_NET_ADMIN)
 package main
 
 import (
@@ -27,8 +28,11 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) == 1 && args[0] == "flush" {
+		return flush()
+	}
 	if len(args) < 2 {
-		return fmt.Errorf("usage: netprobe udp|ra|raw IFNAME [ARG]")
+		return fmt.Errorf("usage: netprobe udp|ra|raw IFNAME [ARG], or netprobe flush")
 	}
 	ifi, err := net.InterfaceByName(args[1])
 	if err != nil {
