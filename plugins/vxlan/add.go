@@ -70,15 +70,23 @@ func add(ctx context.Context, c *netconf.VXLAN, args *skel.CmdArgs, undo *attach
 	if err := joinShare(c, res, args.Netns, p.HostName(), undo); err != nil {
 		return nil, err
 	}
-	if c.EffectiveQoS != nil {
-		a := qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}
-		if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {
-			return nil, err
-		}
-		undo.Push(func() error { return qosport.Remove(a) })
+	if err := applyQoS(c, qosport.Attachment{PodNS: args.Netns, IfName: args.IfName, HostIf: p.HostName()}, undo); err != nil {
+		return nil, err
 	}
 	res.DNS = c.DNS
 	return res, nil
+}
+
+// applyQoS applies the attachment's effective qos (none: nothing).
+func applyQoS(c *netconf.VXLAN, a qosport.Attachment, undo *attach.Undo) error {
+	if c.EffectiveQoS == nil {
+		return nil
+	}
+	if err := qosport.Apply(a, qos.Compile(c.EffectiveQoS)); err != nil {
+		return err
+	}
+	undo.Push(func() error { return qosport.Remove(a) })
+	return nil
 }
 
 // join makes sure the VNI's devices exist and plugs the pod's veth into the
