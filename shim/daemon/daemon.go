@@ -317,7 +317,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		}
 		return d.qos.Guard(ctx, pod, c.UID, dev, at)
 	}
-	d.runtime.SettleSecure = func() { d.qos.SettleGuards() } // d.qos is made below
+	d.runtime.SettleSecure = func(ctx context.Context, sandbox string) error { return d.qos.SettleGuards(ctx, sandbox) } // d.qos is made below
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.runtime.Fault = injectFault(d.cfg.StateDir)
 	d.prepare = &prepare.Plugin{

@@ -17,7 +17,9 @@ import (
 // forgets them.
 func (p *Plugin) rollback(ctx context.Context, sandbox, netns string, steps []Step) {
 	if p.SettleSecure != nil {
-		p.SettleSecure()
+		if err := p.SettleSecure(ctx, sandbox); err != nil {
+			klog.FromContext(ctx).Error(err, "Rolling back a failed sandbox while its NetworkPolicy call still runs: that call may write after the DEL", "sandbox", short(sandbox))
+		}
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := steps[i]

@@ -131,11 +131,17 @@ func TestRunFailureRollsBack(t *testing.T) {
 // background: holding its claims' locks, or the rule agent (which applies
 // rules under them to the attachments a record says are attached) could
 // write a rolled-back port's rules after its DEL removed them (the churn
-// of test/scale found such rules left on a node).
+// of test/scale found such rules left on a node), and after the sandbox's
+// Secure work (a policy call given up on at the deadline) has ended.
 func TestRollbackHoldsTheClaims(t *testing.T) {
 	h := newHarness(t)
 	h.put(t, claimRec("c1", "a", 0, "p", dev("blue", ""), dev("red", "")))
 	h.cni.failAdd = map[string]error{"net2": errors.New("no addresses left")}
+	var settled []string
+	h.plugin.SettleSecure = func(_ context.Context, sandbox string) error {
+		settled = append(settled, fmt.Sprintf("%s before %d DELs", sandbox, len(h.cni.Calls())-2))
+		return nil
+	}
 	var unheld []string
 	h.cni.onDel = func(call string) {
 		h.plugin.locks.mu.Lock()
@@ -151,6 +157,9 @@ func TestRollbackHoldsTheClaims(t *testing.T) {
 	h.plugin.Wait()
 	if len(unheld) > 0 {
 		t.Fatalf("rolled back without claim c1's lock: %v", unheld)
+	}
+	if !slices.Equal(settled, []string{"sb1 before 0 DELs"}) {
+		t.Fatalf("the sandbox's Secure work settled: %v, want once, before the DELs", settled)
 	}
 	rolledBack(t, h)
 }

@@ -84,11 +84,11 @@ type Plugin struct {
 	// selects is never open on the network. An error fails the attachment
 	// (the sandbox fails closed and the kubelet retries).
 	Secure func(ctx context.Context, c *checkpoint.Claim, dev *checkpoint.Device, pod checkpoint.Pod, att checkpoint.Attachment) error
-	// SettleSecure, when set, returns once the work of every Secure that
-	// returned has ended (a Secure past its deadline returns while its
-	// kernel call goes on): a rollback's DELs wait for it, so they remove
-	// what that work wrote rather than run before it.
-	SettleSecure func()
+	// SettleSecure, when set, returns once the work of the sandbox's
+	// Secure calls has ended (a Secure past its deadline returns while its
+	// kernel call goes on), or with ctx's error: a rollback's DELs wait for
+	// it, so they remove what that work wrote rather than run before it.
+	SettleSecure func(ctx context.Context, sandbox string) error
 	// Sandboxes, when set, is told of every sandbox of the node, with or
 	// without netclass attachments (SandboxWatcher).
 	Sandboxes SandboxWatcher

@@ -175,12 +175,12 @@ type Agent struct {
 	Quiet func(context.Context)
 
 	trigger    chan struct{}
-	guarding   sync.RWMutex // read-held by each Guard's kernel call, also after Guard gave up on it
 	mu         sync.Mutex
-	applied    map[string]*qos.Plan    // attachment key -> the QoS plan it holds
-	appliedPol map[string]*netpol.Plan // attachment key -> the policy plan it holds
-	logged     map[string]string       // the problems the last sync logged
-	last       []Outcome               // the last sync's
+	guards     map[string][]chan struct{} // sandbox -> its Guards' kernel calls running (closed when they end)
+	applied    map[string]*qos.Plan       // attachment key -> the QoS plan it holds
+	appliedPol map[string]*netpol.Plan    // attachment key -> the policy plan it holds
+	logged     map[string]string          // the problems the last sync logged
+	last       []Outcome                  // the last sync's
 }
 
 // Outcomes returns what the last sync did, attachment by attachment (what

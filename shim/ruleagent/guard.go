@@ -3,6 +3,7 @@ package ruleagent
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,7 +34,7 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 		klog.FromContext(ctx).Info("Some NetworkPolicy rules are not enforced (what they allow stays closed)",
 			"pod", klog.KObj(pod), "network", dev.Network.String(), "reason", out.PolicyIgnored.Error())
 	}
-	res, err := a.policyWithin(ctx, []podpolicy.Interface{policyItem(at, plan)})
+	res, err := a.policyWithin(ctx, at.SandboxID, []podpolicy.Interface{policyItem(at, plan)})
 	if err == nil {
 		err = res[0].Err
 	}
@@ -48,17 +49,18 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 	return nil
 }
 
-// policyWithin runs the policy kernel, giving up when ctx ends first (the
-// call goes on; the caller fails the attachment, whose DEL removes what it
-// did once SettleGuards returned).
-func (a *Agent) policyWithin(ctx context.Context, items []podpolicy.Interface) ([]podpolicy.Result, error) {
+// policyWithin runs the policy kernel for the sandbox's attachment, giving
+// up when ctx ends first (the call goes on, tracked until it ends; the
+// caller fails the attachment, whose rollback waits for it in
+// SettleGuards before its DEL).
+func (a *Agent) policyWithin(ctx context.Context, sandbox string, items []podpolicy.Interface) ([]podpolicy.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	done := make(chan []podpolicy.Result, 1)
-	a.guarding.RLock()
+	ended := a.guardStarted(sandbox)
 	go func() {
-		defer a.guarding.RUnlock()
+		defer ended()
 		done <- a.NetPol.Kernel(items)
 	}()
 	select {
@@ -69,13 +71,44 @@ func (a *Agent) policyWithin(ctx context.Context, items []podpolicy.Interface) (
 	}
 }
 
-// SettleGuards returns once the kernel calls of every Guard that has
-// returned have ended, those it gave up on at its deadline included: a
-// failed attachment's DEL must come after them, or a call still running
-// would write its policy after the DEL removed it.
-func (a *Agent) SettleGuards() {
-	a.guarding.Lock()
-	defer a.guarding.Unlock() // nothing to do inside: waiting for the readers is the point
+// guardStarted tracks a Guard's kernel call for the sandbox; the returned
+// func marks it ended.
+func (a *Agent) guardStarted(sandbox string) (ended func()) {
+	ch := make(chan struct{})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.guards == nil {
+		a.guards = map[string][]chan struct{}{}
+	}
+	a.guards[sandbox] = append(a.guards[sandbox], ch)
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.guards[sandbox] = slices.DeleteFunc(a.guards[sandbox], func(c chan struct{}) bool { return c == ch })
+		if len(a.guards[sandbox]) == 0 {
+			delete(a.guards, sandbox)
+		}
+		close(ch)
+	}
+}
+
+// SettleGuards returns once the kernel calls of the sandbox's Guards have
+// ended, those a Guard gave up on at its deadline included, or with ctx's
+// error when ctx ends first: a failed attachment's DEL must come after
+// them, or a call still running would write its policy after the DEL
+// removed it. Other sandboxes' calls are not waited for.
+func (a *Agent) SettleGuards(ctx context.Context, sandbox string) error {
+	a.mu.Lock()
+	pending := slices.Clone(a.guards[sandbox])
+	a.mu.Unlock()
+	for _, ch := range pending {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("a NetworkPolicy call of sandbox %s still runs: %w", sandbox, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // attachmentKey names an attachment in the agent's caches.

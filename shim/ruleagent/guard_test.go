@@ -96,9 +96,9 @@ func TestGuardHonoursItsDeadlineAndUnofferedNetworks(t *testing.T) {
 }
 
 // A Guard that gave up at its deadline leaves its kernel call running;
-// SettleGuards waits for it, so the failed attachment's DEL (the rollback
-// calls it first) removes what the call wrote rather than running before
-// it.
+// SettleGuards waits for it (for that sandbox's calls only, and no longer
+// than its context), so the failed attachment's DEL (the rollback calls it
+// first) removes what the call wrote rather than running before it.
 func TestSettleGuardsWaitsForAbandonedCalls(t *testing.T) {
 	f := newFixture()
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -123,11 +123,18 @@ func TestSettleGuardsWaitsForAbandonedCalls(t *testing.T) {
 	if err := f.agent.Guard(ctx, pod, claim.UID, dev, dev.Attachments[0]); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Guard whose budget ended: %v, want the context's error", err)
 	}
-	if f.agent.guarding.TryLock() {
-		t.Fatal("SettleGuards would not wait for the kernel call Guard gave up on")
+	expired, cancelSettle := context.WithCancel(context.Background())
+	cancelSettle()
+	if err := f.agent.SettleGuards(expired, dev.Attachments[0].SandboxID); err == nil {
+		t.Fatal("SettleGuards did not wait for the kernel call Guard gave up on")
+	}
+	if err := f.agent.SettleGuards(expired, "another-sandbox"); err != nil {
+		t.Fatalf("SettleGuards waited for another sandbox's call: %v", err)
 	}
 	close(release)
-	f.agent.SettleGuards()
+	if err := f.agent.SettleGuards(context.Background(), dev.Attachments[0].SandboxID); err != nil {
+		t.Fatal(err)
+	}
 	if !finished {
 		t.Fatal("SettleGuards returned before the kernel call ended")
 	}
