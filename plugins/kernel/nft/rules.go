@@ -110,17 +110,38 @@ func addrSet(rs *ruleset, rule string, v6 bool, ranges []qos.Range) *nftables.Se
 // sets: a start element per range and an end element one past its end,
 // omitted when the range runs to the last address.
 func intervalElements(ranges []qos.Range) []nftables.SetElement {
-	var els []nftables.SetElement
-	if len(ranges) > 0 && ranges[0].From != zeroOf(ranges[0].From) {
-		els = append(els, nftables.SetElement{Key: zeroOf(ranges[0].From).AsSlice(), IntervalEnd: true})
+	if len(ranges) == 0 {
+		return nil
+	}
+	// One allocation for the elements and one for all their keys: a sync
+	// renders tens of thousands of them.
+	els := make([]nftables.SetElement, 0, 2*len(ranges)+1)
+	keys := make([]byte, 0, (2*len(ranges)+1)*ranges[0].From.BitLen()/8)
+	add := func(a netip.Addr, end bool) {
+		n := len(keys)
+		keys = appendAddr(keys, a) // grows only if the families mix: each key keeps its own bytes
+		els = append(els, nftables.SetElement{Key: keys[n:len(keys):len(keys)], IntervalEnd: end})
+	}
+	if zero := zeroOf(ranges[0].From); ranges[0].From != zero {
+		add(zero, true)
 	}
 	for _, r := range ranges {
-		els = append(els, nftables.SetElement{Key: r.From.AsSlice()})
+		add(r.From, false)
 		if next := r.To.Next(); next.IsValid() {
-			els = append(els, nftables.SetElement{Key: next.AsSlice(), IntervalEnd: true})
+			add(next, true)
 		}
 	}
 	return els
+}
+
+// appendAddr appends a's bytes as AsSlice returns them.
+func appendAddr(b []byte, a netip.Addr) []byte {
+	if a.Is4() {
+		v := a.As4()
+		return append(b, v[:]...)
+	}
+	v := a.As16()
+	return append(b, v[:]...)
 }
 
 func zeroOf(a netip.Addr) netip.Addr {
