@@ -352,6 +352,12 @@ func waitAllRunning(b *testing.B, e *harness.Env, ns string) {
 		})
 }
 
+// The targets of the 50-pod start, p99 per node.
+const (
+	addTarget    = 100 * time.Millisecond
+	statusTarget = 250 * time.Millisecond
+)
+
 func report(b *testing.B, node string, timings []timing, want int, wall time.Duration) {
 	var add, total, status []time.Duration
 	failed := 0
@@ -373,7 +379,12 @@ func report(b *testing.B, node string, timings []timing, want int, wall time.Dur
 	b.ReportMetric(ms(percentile(add, 99)), "ms-p99-add-"+node)
 	b.ReportMetric(float64(failed), "failed-attempts-"+node)
 	b.ReportMetric(wall.Seconds(), "s-all-running")
-	if p99 := percentile(total, 99); p99 > 200*time.Millisecond || failed > 0 {
-		b.Errorf("node %s: target missed: p99 of netclass's part %v (want < 200 ms), %d failed attempts (want 0)", node, p99, failed)
+	// Issue 26's targets: the part of RunPodSandbox netclass holds the
+	// sandbox for (entry until every ADD is done and checkpointed), and
+	// until the claims' statuses are written (after RunPodSandbox answers).
+	addP99, totalP99 := percentile(add, 99), percentile(total, 99)
+	if addP99 > addTarget || totalP99 > statusTarget || failed > 0 {
+		b.Errorf("node %s: target missed: p99 of RunPodSandbox's netclass part %v (want < %v), until the claim status is written %v (want < %v), %d failed attempts (want 0)",
+			node, addP99, addTarget, totalP99, statusTarget, failed)
 	}
 }
