@@ -17,6 +17,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/test/cnitest"
@@ -303,5 +304,37 @@ func TestGCAfterThePodWentAway(t *testing.T) {
 		t.Errorf("GC left the rules of %s:\n%s", hostIf, out)
 	} else if !strings.Contains(out, keepIf) || !h.NS.HasLink(t, qosport.HostIFBName(keepIf)) {
 		t.Errorf("GC removed the QoS of the attachment it had to keep:\n%s", out)
+	}
+}
+
+// The record netclass-qos keeps holds the attachment's addresses from the
+// previous result (netclass-dra reads a Multus attachment's own addresses
+// from it).
+func TestTheRecordHoldsTheAddresses(t *testing.T) {
+	h := cnitest.NewHost(t)
+	cni := h.CNI(t)
+	dataDir := t.TempDir()
+	b, err := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "rec", "plugins": []any{
+		map[string]any{"type": "bridge", "bridge": "rec0", "ipam": ipam(t, "10.31.0.0/24")},
+		map[string]any{"type": "netclass-qos", "dataDir": dataDir, "qos": qosBlock()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := libcni.ConfListFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cnitest.NewPod(t)
+	res := addList(t, h, cni, list, a)
+	t.Cleanup(func() {
+		h.Do(t, func(ctx context.Context) error { return cni.DelNetworkList(ctx, list, rt(a, "net1")) })
+	})
+	rec, err := attach.Store{Dir: dataDir}.Get("rec", a.ID, "net1")
+	if err != nil || rec == nil {
+		t.Fatalf("record of rec/%s/net1: %+v, %v", a.ID, rec, err)
+	}
+	if len(res.IPs) != 1 || len(rec.Addresses) != 1 || rec.Addresses[0] != res.IPs[0].Address.String() {
+		t.Fatalf("the record holds addresses %v, the result %v", rec.Addresses, res.IPs)
 	}
 }
