@@ -113,6 +113,30 @@ pid_alive() {
   [[ $state != [ZX] && $now == "$start" ]]
 }
 
+# bed_nodes: the bed's nodes, node 1 first, one per line; dies when the bed is not up.
+bed_nodes() {
+  local list
+  list=$(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES)
+  [[ -n $list ]] || die "the test bed is not up (no nodes in $STATE_DIR/env)"
+  printf '%s\n' $list
+}
+
+# node_daemons_status DIR: "NODE running PID" or "NODE stopped" for each node's daemon, whose
+# pidfile is DIR/NODE.pid; false unless every one runs.
+node_daemons_status() {
+  local dir=$1 node pid all=0
+  for node in $(bed_nodes); do
+    if pid_alive "$dir/$node.pid"; then
+      read -r pid _ <"$dir/$node.pid"
+      printf '%s running %s\n' "$node" "$pid"
+    else
+      printf '%s stopped\n' "$node"
+      all=1
+    fi
+  done
+  return $all
+}
+
 # proc_start_time PID: the process start time in clock ticks since boot.
 proc_start_time() {
   local state start

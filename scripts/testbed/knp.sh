@@ -57,13 +57,7 @@ build() {
   rmdir "$tmp"
 }
 
-# nodes: the bed's nodes, node 1 first.
-nodes() {
-  local list
-  list=$(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES)
-  [[ -n $list ]] || die "the test bed is not up (no nodes in $STATE_DIR/env)"
-  printf '%s\n' $list
-}
+nodes() { bed_nodes; }
 
 # on_node NODE COMMAND...: run COMMAND in the node's namespaces (node 1: as is).
 on_node() {
@@ -158,19 +152,7 @@ stop() {
   if ((problems)); then die "kube-network-policies: $problems problem(s) above"; fi
 }
 
-status() {
-  local node pid all=0
-  for node in $(nodes); do
-    if pid_alive "$KNP_STATE/$node.pid"; then
-      read -r pid _ <"$KNP_STATE/$node.pid"
-      printf '%s running %s\n' "$node" "$pid"
-    else
-      printf '%s stopped\n' "$node"
-      all=1
-    fi
-  done
-  return $all
-}
+status() { node_daemons_status "$KNP_STATE"; }
 
 case ${1:-} in
 build) build ;;

@@ -55,12 +55,7 @@ build() {
   rmdir "$tmp"
 }
 
-nodes() {
-  local list
-  list=$(env_value "$STATE_DIR/env" NETCLASS_TESTBED_NODES)
-  [[ -n $list ]] || die "the test bed is not up (no nodes in $STATE_DIR/env)"
-  printf '%s\n' $list
-}
+nodes() { bed_nodes; }
 
 # on_node NODE COMMAND...: run COMMAND in the node's namespaces (node 1: as is).
 on_node() {
@@ -223,19 +218,7 @@ stop() {
   if ((problems)); then die "multus: $problems problem(s) above"; fi
 }
 
-status() {
-  local node pid all=0
-  for node in $(nodes); do
-    if pid_alive "$MULTUS_STATE/$node.pid"; then
-      read -r pid _ <"$MULTUS_STATE/$node.pid"
-      printf '%s running %s\n' "$node" "$pid"
-    else
-      printf '%s stopped\n' "$node"
-      all=1
-    fi
-  done
-  return $all
-}
+status() { node_daemons_status "$MULTUS_STATE"; }
 
 case ${1:-} in
 build) build ;;
