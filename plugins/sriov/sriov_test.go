@@ -3,6 +3,7 @@ package sriov
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,14 @@ func TestAddMovesAFreeVFInAndDelPutsItBack(t *testing.T) {
 	}
 	if err := traffic.Ping(a.NS, netip.MustParseAddr("10.30.0.254"), 5*time.Second); err != nil {
 		t.Errorf("pod a -> the network behind its VF: %v", err)
+	}
+	rec, err := attach.Store{Dir: n["dataDir"].(string)}.Get(n["name"].(string), a.ID, "net1")
+	var got []string
+	if rec != nil {
+		got = rec.Addresses
+	}
+	if err != nil || len(ra.IPs) != 1 || !slices.Equal(got, []string{ra.IPs[0].Address.String()}) {
+		t.Errorf("the record holds addresses %v (%v), the result %v", got, err, ra.IPs)
 	}
 	rb := r.h.Add(t, pluginName, conf, b, "net1")
 	if got := resultIf(t, rb).PciID; got != vfAddr(1) {

@@ -3,9 +3,11 @@
 package vlan
 
 import (
+	"encoding/json"
 	"net"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/nstest"
@@ -64,6 +67,28 @@ func ip4(t *testing.T, r *current.Result) netip.Addr {
 	return a
 }
 
+// recordHoldsTheAddresses checks that the attachment's record (in the
+// conf's dataDir) holds the result's addresses: netclass-dra reads a Multus
+// attachment's own addresses from it.
+func recordHoldsTheAddresses(t *testing.T, conf []byte, p *cnitest.Pod, res *current.Result) {
+	t.Helper()
+	var c struct {
+		Name    string `json:"name"`
+		DataDir string `json:"dataDir"`
+	}
+	if err := json.Unmarshal(conf, &c); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := attach.Store{Dir: c.DataDir}.Get(c.Name, p.ID, "net1")
+	var got []string
+	if rec != nil {
+		got = rec.Addresses
+	}
+	if err != nil || len(res.IPs) != 1 || !slices.Equal(got, []string{res.IPs[0].Address.String()}) {
+		t.Errorf("the record holds addresses %v (%v), the result %v", got, err, res.IPs)
+	}
+}
+
 func TestVLANsThroughASwitch(t *testing.T) {
 	h1, h2 := fabric(t)
 	// Both VLANs use the same subnet: only the VLAN separates them.
@@ -88,6 +113,7 @@ func TestVLANsThroughASwitch(t *testing.T) {
 			t.Errorf("a VLAN 200 pod reached VLAN 100's %s on the same subnet", target)
 		}
 	}
+	recordHoldsTheAddresses(t, blue1, a, ra)
 	if err := h1.Check(t, plugin, blue1, ra, a, "net1"); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
@@ -314,6 +340,7 @@ func TestLinkInContainer(t *testing.T) {
 	nstest.Veth(t, p.NS, "eth1", "", peer, "eth1", "") // the master lives in the pod
 	c := conf(t, 300, "10.72.0.0/24", "10.72.0.10", "10.72.0.19", map[string]any{"linkInContainer": true})
 	res := h.Add(t, plugin, c, p, "net1")
+	recordHoldsTheAddresses(t, c, p, res)
 	if err := h.Check(t, plugin, c, res, p, "net1"); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
