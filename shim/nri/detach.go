@@ -14,13 +14,26 @@ import (
 )
 
 // rollback deletes the attachments a failed sandbox got, last first, and
-// forgets them.
+// forgets them, once the sandbox's Secure work has settled.
 func (p *Plugin) rollback(ctx context.Context, sandbox, netns string, steps []Step) {
-	if p.SettleSecure != nil {
-		if err := p.SettleSecure(ctx, sandbox); err != nil {
-			klog.FromContext(ctx).Error(err, "Rolling back a failed sandbox while its NetworkPolicy call still runs: that call may write after the DEL", "sandbox", short(sandbox))
-		}
+	p.settleSecure(ctx, sandbox)
+	p.undo(ctx, sandbox, netns, steps)
+}
+
+// settleSecure waits until the sandbox's Secure work has ended (a Secure
+// past its deadline returns while its kernel call goes on), so that the
+// DELs remove what it wrote rather than run before it.
+func (p *Plugin) settleSecure(ctx context.Context, sandbox string) {
+	if p.SettleSecure == nil {
+		return
 	}
+	if err := p.SettleSecure(ctx, sandbox); err != nil {
+		klog.FromContext(ctx).Error(err, "Rolling back a failed sandbox while its NetworkPolicy call still runs: that call may write after the DEL", "sandbox", short(sandbox))
+	}
+}
+
+// undo runs the DELs of a rollback.
+func (p *Plugin) undo(ctx context.Context, sandbox, netns string, steps []Step) {
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := steps[i]
 		att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName}
@@ -41,6 +54,10 @@ func (p *Plugin) rollbackHolding(ctx context.Context, sandbox, netns string, ste
 	if len(steps) == 0 {
 		return
 	}
+	// Settled before the locks: a kernel call that hangs must not hold the
+	// claims from the agent and from other sandboxes while the rollback
+	// waits for it (no new Secure work starts for a sandbox that failed).
+	p.settleSecure(ctx, sandbox)
 	uids := make([]types.UID, len(steps))
 	for i, s := range steps {
 		uids[i] = s.Claim.UID
@@ -51,7 +68,7 @@ func (p *Plugin) rollbackHolding(ctx context.Context, sandbox, netns string, ste
 		release = func() {}
 	}
 	defer release()
-	p.rollback(ctx, sandbox, netns, steps)
+	p.undo(ctx, sandbox, netns, steps)
 }
 
 // detach runs DEL for one attachment and forgets it once DEL succeeded.

@@ -132,14 +132,19 @@ func TestRunFailureRollsBack(t *testing.T) {
 // rules under them to the attachments a record says are attached) could
 // write a rolled-back port's rules after its DEL removed them (the churn
 // of test/scale found such rules left on a node), and after the sandbox's
-// Secure work (a policy call given up on at the deadline) has ended.
+// Secure work (a policy call given up on at the deadline) has ended,
+// waited for before the locks are taken.
 func TestRollbackHoldsTheClaims(t *testing.T) {
 	h := newHarness(t)
 	h.put(t, claimRec("c1", "a", 0, "p", dev("blue", ""), dev("red", "")))
 	h.cni.failAdd = map[string]error{"net2": errors.New("no addresses left")}
 	var settled []string
+	returned := make(chan struct{}) // RunPodSandbox's own hold of c1 has ended
 	h.plugin.SettleSecure = func(_ context.Context, sandbox string) error {
-		settled = append(settled, fmt.Sprintf("%s before %d DELs", sandbox, len(h.cni.Calls())-2))
+		<-returned
+		h.plugin.locks.mu.Lock()
+		defer h.plugin.locks.mu.Unlock()
+		settled = append(settled, fmt.Sprintf("%s before %d DELs, claim held %v", sandbox, len(h.cni.Calls())-2, h.plugin.locks.held["c1"]))
 		return nil
 	}
 	var unheld []string
@@ -150,7 +155,9 @@ func TestRollbackHoldsTheClaims(t *testing.T) {
 			unheld = append(unheld, call)
 		}
 	}
-	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p")); err == nil {
+	err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p"))
+	close(returned)
+	if err == nil {
 		t.Fatal("RunPodSandbox succeeded with a failing ADD")
 	}
 	h.timing(t)
@@ -158,8 +165,8 @@ func TestRollbackHoldsTheClaims(t *testing.T) {
 	if len(unheld) > 0 {
 		t.Fatalf("rolled back without claim c1's lock: %v", unheld)
 	}
-	if !slices.Equal(settled, []string{"sb1 before 0 DELs"}) {
-		t.Fatalf("the sandbox's Secure work settled: %v, want once, before the DELs", settled)
+	if !slices.Equal(settled, []string{"sb1 before 0 DELs, claim held false"}) {
+		t.Fatalf("the sandbox's Secure work settled: %v, want once, before the DELs and the claim's lock", settled)
 	}
 	rolledBack(t, h)
 }
