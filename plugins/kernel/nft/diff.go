@@ -3,7 +3,6 @@ package nft
 import (
 	"bytes"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/google/nftables"
@@ -15,6 +14,9 @@ import (
 type owned struct {
 	chains map[string][][]expr.Any // chain name -> rules, in order
 	sets   map[string][]nftables.SetElement
+	// held has the chains' rules with their handles when they were read
+	// from the kernel (nil when what is owned is a previous rendering).
+	held map[string][]heldRule
 }
 
 // changes is the difference between what an attachment owns and what its
@@ -24,9 +26,11 @@ type changes struct {
 	addChains []*nftables.Chain
 	addSets   []setWithElements
 	elements  []elementChange
-	// rewrite are chains present on both sides whose rules differ: flushed
-	// and refilled in the same transaction, so no packet sees them empty.
+	// rewrite are chains present on both sides whose rules differ: edited
+	// rule by rule (ruleEdit), from held, their rules as read from the
+	// kernel, or read when held lacks them.
 	rewrite []*nftables.Chain
+	held    map[string][]heldRule
 	// delChains and delSets go last, once no rule refers to them.
 	delChains []string
 	delSets   []string
@@ -70,6 +74,12 @@ func diff(got owned, want *ruleset) *changes {
 			c.addChains = append(c.addChains, ch)
 		case !equalRules(rules, want.rules[ch.Name]):
 			c.rewrite = append(c.rewrite, ch)
+			if h, ok := got.held[ch.Name]; ok {
+				if c.held == nil {
+					c.held = map[string][]heldRule{}
+				}
+				c.held[ch.Name] = h
+			}
 		}
 	}
 	wantSets := make(map[string]bool, len(want.sets))
@@ -103,7 +113,7 @@ func equalRules(got, want [][]expr.Any) bool {
 		return false
 	}
 	for i := range want {
-		if !reflect.DeepEqual(normalize(got[i]), normalize(want[i])) {
+		if !sameRule(got[i], want[i]) {
 			return false
 		}
 	}
@@ -175,12 +185,21 @@ func queueChanges(c *nftables.Conn, t *nftables.Table, want *ruleset, ch *change
 			}
 		}
 	}
-	for _, chain := range ch.rewrite {
-		c.FlushChain(chain)
-	}
-	for _, chain := range append(slices.Clone(ch.addChains), ch.rewrite...) {
+	for _, chain := range ch.addChains {
 		for _, exprs := range want.rules[chain.Name] {
 			c.AddRule(&nftables.Rule{Table: t, Chain: chain, Exprs: exprs})
+		}
+	}
+	for _, chain := range ch.rewrite {
+		held, ok := ch.held[chain.Name]
+		if !ok {
+			var err error
+			if held, err = readHeld(c, t, chain.Name); err != nil {
+				return err
+			}
+		}
+		if err := queueEdit(c, t, chain, planEdit(held, want.rules[chain.Name])); err != nil {
+			return err
 		}
 	}
 	for _, name := range ch.delChains {

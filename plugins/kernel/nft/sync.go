@@ -264,17 +264,16 @@ func basesMatch(chains []*nftables.Chain, want *ruleset) bool {
 // readOwned reads the rules of the named chains and the elements of the
 // named sets of table t.
 func readOwned(c *nftables.Conn, t *nftables.Table, chains, sets []string) (owned, error) {
-	o := owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}}
+	o := owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}, held: map[string][]heldRule{}}
 	for _, name := range chains {
-		rules, err := c.GetRules(t, &nftables.Chain{Name: name, Table: t})
+		held, err := readHeld(c, t, name)
 		if err != nil {
-			return o, fmt.Errorf("list rules of chain %s/%s: %w", t.Name, name, err)
+			return o, err
 		}
-		for _, r := range rules {
-			o.chains[name] = append(o.chains[name], r.Exprs)
-		}
-		if _, ok := o.chains[name]; !ok {
-			o.chains[name] = nil // present, empty
+		o.held[name] = held
+		o.chains[name] = nil // present, maybe empty
+		for _, r := range held {
+			o.chains[name] = append(o.chains[name], r.exprs)
 		}
 	}
 	for _, name := range sets {
