@@ -131,6 +131,15 @@ func BenchmarkNetworkPolicyEdit100Pods50Policies(b *testing.B) {
 	benchPolicyEdit(b, labelledKind)
 }
 
+// BenchmarkNetworkPolicyRuleEdit100Pods50Policies is the same with an
+// edit that changes a rule rather than a set's elements: the protocol of
+// the policy's first port, TCP or UDP, in turn.
+func BenchmarkNetworkPolicyRuleEdit100Pods50Policies(b *testing.B) {
+	kind := labelledKind
+	kind.edit = func(src *polSources, k int) { editProtocol(src.pols[k]) }
+	benchPolicyEdit(b, kind)
+}
+
 // policyKind is the kind of policy a policy benchmark writes: how the
 // agent is given the policies, how an edit reaches them, and which of an
 // outcome's lists names them.

@@ -108,6 +108,17 @@ func port(proto corev1.Protocol, num, end int) networkingv1.NetworkPolicyPort {
 	return p
 }
 
+// editProtocol turns the protocol of the policy's first port from TCP to
+// UDP, or back.
+func editProtocol(p *networkingv1.NetworkPolicy) {
+	proto := p.Spec.Ingress[0].Ports[0].Protocol
+	if *proto == corev1.ProtocolTCP {
+		*proto = corev1.ProtocolUDP
+	} else {
+		*proto = corev1.ProtocolTCP
+	}
+}
+
 // editPort moves the port of the policy's first rule by 1000, or back.
 func editPort(p *networkingv1.NetworkPolicy) {
 	pp := p.Spec.Ingress[0].Ports[0].Port

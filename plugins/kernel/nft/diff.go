@@ -26,11 +26,11 @@ type changes struct {
 	addChains []*nftables.Chain
 	addSets   []setWithElements
 	elements  []elementChange
-	// rewrite are chains present on both sides whose rules differ: edited
-	// rule by rule (ruleEdit), from held, their rules as read from the
-	// kernel, or read when held lacks them.
+	// rewrite are chains present on both sides whose rules differ, edited
+	// rule by rule: edits has each one's edit, planned from its rules as
+	// read from the kernel (readHeld reads those the owned state lacked).
 	rewrite []*nftables.Chain
-	held    map[string][]heldRule
+	edits   map[string]ruleEdit
 	// delChains and delSets go last, once no rule refers to them.
 	delChains []string
 	delSets   []string
@@ -75,10 +75,7 @@ func diff(got owned, want *ruleset) *changes {
 		case !equalRules(rules, want.rules[ch.Name]):
 			c.rewrite = append(c.rewrite, ch)
 			if h, ok := got.held[ch.Name]; ok {
-				if c.held == nil {
-					c.held = map[string][]heldRule{}
-				}
-				c.held[ch.Name] = h
+				c.planEdit(ch.Name, h, want)
 			}
 		}
 	}
@@ -161,6 +158,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// planEdit records the edit of a chain whose rules the kernel holds.
+func (c *changes) planEdit(chain string, held []heldRule, want *ruleset) {
+	if c.edits == nil {
+		c.edits = map[string]ruleEdit{}
+	}
+	c.edits[chain] = planEdit(held, want.rules[chain])
+}
+
+// readHeld reads the rules, with their handles, of the chains to rewrite
+// whose edit is not planned yet (what was owned was a rendering), and
+// plans it.
+func (c *changes) readHeld(conn *nftables.Conn, t *nftables.Table, want *ruleset) error {
+	for _, chain := range c.rewrite {
+		if _, ok := c.edits[chain.Name]; ok {
+			continue
+		}
+		held, err := readHeld(conn, t, chain.Name)
+		if err != nil {
+			return err
+		}
+		c.planEdit(chain.Name, held, want)
+	}
+	return nil
+}
+
 // queueChanges adds the changes to c's pending batch in an order the kernel
 // accepts: what is referred to is created before what refers to it, and
 // deleted after.
@@ -191,14 +213,11 @@ func queueChanges(c *nftables.Conn, t *nftables.Table, want *ruleset, ch *change
 		}
 	}
 	for _, chain := range ch.rewrite {
-		held, ok := ch.held[chain.Name]
+		e, ok := ch.edits[chain.Name]
 		if !ok {
-			var err error
-			if held, err = readHeld(c, t, chain.Name); err != nil {
-				return err
-			}
+			return fmt.Errorf("the rules of chain %s/%s were not read (readHeld)", t.Name, chain.Name)
 		}
-		if err := queueEdit(c, t, chain, planEdit(held, want.rules[chain.Name])); err != nil {
+		if err := queueEdit(c, t, chain, e); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,52 @@
+package nft
+
+import (
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+)
+
+// A transaction holds as many ports' changes as its bounds allow, counted
+// by what each change sends, not by what its port holds.
+func TestChunkBySent(t *testing.T) {
+	els := func(n int) []nftables.SetElement { return make([]nftables.SetElement, n) }
+	chain := &nftables.Chain{Name: "c"}
+	rules := func(n int) *portObjects {
+		return &portObjects{rs: &ruleset{rules: map[string][][]expr.Any{"c": make([][]expr.Any, n)}}}
+	}
+	many := func(n int, pc portChange) []portChange {
+		out := make([]portChange, n)
+		for i := range out {
+			out[i] = pc
+		}
+		return out
+	}
+	big := rules(60)
+	big.rs.sets = []setWithElements{{elements: els(1600)}} // what it holds, not sent
+	tests := []struct {
+		name    string
+		pending []portChange
+		want    int
+	}{
+		{"one element edit of 100 big ports", many(100, portChange{want: big, ch: &changes{elements: []elementChange{{add: els(2), del: els(2)}}}}), 100},
+		{"100 ports added, 1600 elements each", many(100, portChange{want: big, ch: &changes{addSets: []setWithElements{{elements: els(1600)}}}}), 12},
+		{"100 ports added, 100 rules each", many(100, portChange{want: rules(100), ch: &changes{addChains: []*nftables.Chain{chain}}}), 20},
+		{"a rewrite counts the rules it deletes and inserts", many(100, portChange{want: rules(50), ch: &changes{rewrite: []*nftables.Chain{chain}, edits: map[string]ruleEdit{"c": {del: make([]uint64, 50), insert: make([][]expr.Any, 50)}}}}), 20},
+		{"one port over every bound", many(3, portChange{want: big, ch: &changes{addSets: []setWithElements{{elements: els(30000)}}}}), 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var tx transaction
+			for _, pc := range tc.pending {
+				if !tx.fits(pc) {
+					break
+				}
+				tx.add(pc)
+			}
+			if got := len(tx.changes); got != tc.want {
+				t.Errorf("the first transaction holds %d changes, want %d", got, tc.want)
+			}
+		})
+	}
+}
