@@ -120,6 +120,9 @@ func equalRules(got, want [][]expr.Any) bool {
 // elementDiff returns the elements of want missing from got and those of
 // got that want lacks, compared by key and interval flag.
 func elementDiff(got, want []nftables.SetElement) (add, del []nftables.SetElement) {
+	if sameInOrder(got, want) { // two renderings of an unchanged set: no map needed
+		return nil, nil
+	}
 	key := func(e nftables.SetElement) string {
 		if e.IntervalEnd {
 			return string(e.Key) + "\x01"
@@ -147,6 +150,14 @@ func elementDiff(got, want []nftables.SetElement) (add, del []nftables.SetElemen
 	// order nft sends them (ascending, a start before its end) it works.
 	slices.SortStableFunc(del, func(a, b nftables.SetElement) int { return bytes.Compare(a.Key, b.Key) })
 	return add, del
+}
+
+// sameInOrder reports whether two element lists are equal element by
+// element, by key and interval flag.
+func sameInOrder(a, b []nftables.SetElement) bool {
+	return slices.EqualFunc(a, b, func(x, y nftables.SetElement) bool {
+		return x.IntervalEnd == y.IntervalEnd && bytes.Equal(x.Key, y.Key)
+	})
 }
 
 func sortedKeys[V any](m map[string]V) []string {
