@@ -134,3 +134,28 @@ func TestPlanEditIsComplete(t *testing.T) {
 		}
 	}
 }
+
+// A rule read back (set IDs zero) equals its rendering; any other field
+// of an expression makes two rules differ.
+func TestSameRule(t *testing.T) {
+	lookup := func(id uint32, name string) []expr.Any {
+		return []expr.Any{&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1}, &expr.Lookup{SourceRegister: 1, SetName: name, SetID: id}}
+	}
+	tests := []struct {
+		name      string
+		got, want []expr.Any
+		same      bool
+	}{
+		{"read back", lookup(0, "s"), lookup(7, "s"), true},
+		{"renumbered", lookup(3, "s"), lookup(7, "s"), true},
+		{"another set", lookup(7, "s"), lookup(7, "t"), false},
+		{"another register", []expr.Any{&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 2}}, []expr.Any{&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1}}, false},
+		{"a lookup against another expression", lookup(0, "s")[1:], []expr.Any{&expr.Counter{}}, false},
+		{"shorter", lookup(0, "s")[:1], lookup(0, "s"), false},
+	}
+	for _, tc := range tests {
+		if got := sameRule(tc.got, tc.want); got != tc.same {
+			t.Errorf("%s: sameRule = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}
