@@ -2,7 +2,6 @@ package nft
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 
@@ -43,27 +42,11 @@ func sameRules(got []*nftables.Rule, want [][]expr.Any) error {
 		return fmt.Errorf("has %d rules, want %d", len(got), len(want))
 	}
 	for i := range want {
-		g, w := normalize(got[i].Exprs), normalize(want[i])
-		if !reflect.DeepEqual(g, w) {
+		if !sameRule(got[i].Exprs, want[i]) {
 			return fmt.Errorf("rule %d differs from the configuration", i)
 		}
 	}
 	return nil
-}
-
-// normalize drops what the kernel does not echo back (set IDs) so rules
-// built here compare with rules read from the kernel.
-func normalize(exprs []expr.Any) []expr.Any {
-	out := make([]expr.Any, len(exprs))
-	for i, e := range exprs {
-		if l, ok := e.(*expr.Lookup); ok {
-			cp := *l
-			cp.SetID = 0
-			e = &cp
-		}
-		out[i] = e
-	}
-	return out
 }
 
 func sameElements(c *nftables.Conn, t *nftables.Table, want setWithElements) error {

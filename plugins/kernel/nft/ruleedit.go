@@ -65,8 +65,8 @@ func sameRule(got, want []expr.Any) bool {
 	return slices.EqualFunc(got, want, sameExpr)
 }
 
-// sameExpr compares two expressions as normalize would: a set lookup's
-// set ID, which the kernel does not echo back, is left out.
+// sameExpr compares two expressions; a set lookup's set ID, which the
+// kernel does not echo back, is left out.
 func sameExpr(a, b expr.Any) bool {
 	la, ok := a.(*expr.Lookup)
 	lb, ok2 := b.(*expr.Lookup)
