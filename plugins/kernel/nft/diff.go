@@ -155,6 +155,9 @@ func elementDiff(got, want []nftables.SetElement) (add, del []nftables.SetElemen
 // sameInOrder reports whether two element lists are equal element by
 // element, by key and interval flag.
 func sameInOrder(a, b []nftables.SetElement) bool {
+	if len(a) > 0 && len(a) == len(b) && &a[0] == &b[0] { // one rendering (elementCache)
+		return true
+	}
 	return slices.EqualFunc(a, b, func(x, y nftables.SetElement) bool {
 		return x.IntervalEnd == y.IntervalEnd && bytes.Equal(x.Key, y.Key)
 	})

@@ -111,9 +111,11 @@ var hostPolicyBridge = func() *sharedTable {
 	}
 }()
 
-// hostPolicyObjects renders one port's objects in both tables.
-func hostPolicyObjects(hostIf string, p HostPort) (inet, bridge *portObjects) {
+// hostPolicyObjects renders one port's objects in both tables, their
+// address sets' elements from cache (nil: rendered afresh).
+func hostPolicyObjects(hostIf string, p HostPort, cache *elementCache) (inet, bridge *portObjects) {
 	inet, bridge = hostPolicyInet.newPort(0), hostPolicyBridge.newPort(0)
+	inet.rs.cache, bridge.rs.cache = cache, cache
 	if p.Plan.IsZero() {
 		return inet, bridge
 	}
@@ -272,12 +274,13 @@ func SyncHostPolicies(c *nftables.Conn, ports map[string]HostPort) map[string]Po
 	inet := make(map[string]*portObjects, len(ports))
 	bridge := make(map[string]*portObjects, len(ports))
 	prevInet, prevBridge := map[string]*portObjects{}, map[string]*portObjects{}
+	cache := newElementCache()
 	for h, p := range ports {
-		inet[h], bridge[h] = hostPolicyObjects(h, p)
+		inet[h], bridge[h] = hostPolicyObjects(h, p, cache)
 		if p.Prev != nil {
 			q := p
 			q.Plan = p.Prev
-			prevInet[h], prevBridge[h] = hostPolicyObjects(h, q)
+			prevInet[h], prevBridge[h] = hostPolicyObjects(h, q, cache)
 		}
 	}
 	out := hostPolicyBridge.syncFrom(c, bridge, prevBridge)
@@ -311,7 +314,7 @@ func CheckHostPolicy(c *nftables.Conn, hostIf string, p HostPort) error {
 		}
 		return nil
 	}
-	inet, bridge := hostPolicyObjects(hostIf, p)
+	inet, bridge := hostPolicyObjects(hostIf, p, nil)
 	if err := hostPolicyInet.check(c, hostIf, inet); err != nil {
 		return err
 	}

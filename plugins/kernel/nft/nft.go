@@ -110,6 +110,7 @@ type ruleset struct {
 	chains  []*nftables.Chain
 	rules   map[string][][]expr.Any // chain name -> rules in order
 	lastSet uint32                  // the last set ID handed out in this transaction
+	cache   *elementCache           // renders the address sets' elements (nil: each afresh)
 }
 
 // setID returns a set ID unique within the ruleset's transaction.

@@ -102,7 +102,7 @@ func addrSet(rs *ruleset, rule string, v6 bool, ranges []qos.Range) *nftables.Se
 	if v6 {
 		s.Name, s.KeyType = rule+"_v6", nftables.TypeIP6Addr
 	}
-	rs.sets = append(rs.sets, setWithElements{set: s, elements: intervalElements(ranges)})
+	rs.sets = append(rs.sets, setWithElements{set: s, elements: rs.cache.intervals(ranges)})
 	return s
 }
 
