@@ -37,9 +37,7 @@ func (p Port) Check(prev *current.Result) error {
 		if l.Attrs().Flags&net.FlagUp == 0 {
 			return fmt.Errorf("%q is down", p.IfName)
 		}
-		if peerIndex, err = link.VethPeer(l); err != nil {
-			return err
-		}
+		peerIndex = link.VethPeer(l)
 		if err := ip.ValidateExpectedInterfaceIPs(p.IfName, prev.IPs); err != nil {
 			return err
 		}

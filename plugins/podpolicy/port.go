@@ -28,15 +28,15 @@ type place struct {
 
 // locate finds where the interface's policy lives.
 func locate(f Interface) (place, error) {
-	hostIf, err := qosport.HostEnd(f.PodNS, f.IfName)
-	if err != nil || hostIf == "" {
+	host, err := qosport.HostLink(f.PodNS, f.IfName)
+	if err != nil || host == nil {
 		return place{}, err
 	}
-	br, ok, err := link.BridgeOf(hostIf)
+	br, ok, err := link.BridgeOfLink(host)
 	if err != nil || !ok {
 		return place{}, err
 	}
-	p := place{hostIf: hostIf, bridge: br, mac: f.MAC}
+	p := place{hostIf: host.Attrs().Name, bridge: br, mac: f.MAC}
 	if p.mac == nil {
 		err = netns.Do(f.PodNS, func() error {
 			l, err := link.ByName(f.IfName)

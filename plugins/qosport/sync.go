@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
@@ -30,33 +31,38 @@ func syncPod(a Attachment, plan *qos.Plan) (bool, error) {
 // when it lives in the calling thread's namespace, "" for any other
 // interface (or a veth whose peer is elsewhere).
 func HostEnd(podNS, ifname string) (string, error) {
+	host, err := HostLink(podNS, ifname)
+	if err != nil || host == nil {
+		return "", err
+	}
+	return host.Attrs().Name, nil
+}
+
+// HostLink is HostEnd's link as read (nil: none).
+func HostLink(podNS, ifname string) (netlink.Link, error) {
 	var podIndex, peerIndex int
 	err := netns.Do(podNS, func() error {
 		l, err := link.ByName(ifname)
 		if err != nil {
 			return err
 		}
-		podIndex = l.Attrs().Index
-		peerIndex, err = link.VethPeer(l)
-		return err
+		podIndex, peerIndex = l.Attrs().Index, link.VethPeer(l)
+		return nil
 	})
 	if err != nil || peerIndex == 0 {
-		return "", err
+		return nil, err
 	}
 	host, err := link.ByIndex(peerIndex)
-	if err != nil {
-		return "", nil // the peer lives in another namespace
-	}
-	if back, err := link.VethPeer(host); err != nil || back != podIndex {
-		return "", nil // an interface of the same index, but not the peer
+	if err != nil || link.VethPeer(host) != podIndex {
+		return nil, nil // the peer lives in another namespace, or an interface of the same index is not it
 	}
 	// Indexes are per namespace: the host interface must also link to the
 	// pod's namespace, or a pod's own veth pair could name another pod's
 	// host end (or any host veth) as its peer.
 	if ok, err := link.LinksTo(host, podNS); err != nil || !ok {
-		return "", err
+		return nil, err
 	}
-	return host.Attrs().Name, nil
+	return host, nil
 }
 
 // Interface is a pod interface whose rules SyncInterfaces brings to Plan.

@@ -123,8 +123,16 @@ func IsBridgePort(l netlink.Link) (bool, error) {
 // when it is not a bridge's port).
 func BridgeOf(name string) (br netlink.Link, ok bool, err error) {
 	l, err := ByName(name)
-	if err != nil || l.Attrs().MasterIndex == 0 {
+	if err != nil {
 		return nil, false, err
+	}
+	return BridgeOfLink(l)
+}
+
+// BridgeOfLink is BridgeOf for a link already read.
+func BridgeOfLink(l netlink.Link) (br netlink.Link, ok bool, err error) {
+	if l.Attrs().MasterIndex == 0 {
+		return nil, false, nil
 	}
 	m, err := ByIndex(l.Attrs().MasterIndex)
 	if err != nil {

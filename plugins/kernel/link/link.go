@@ -132,18 +132,17 @@ func CreateVeth(p VethPair) (netlink.Link, error) {
 	return host, nil
 }
 
-// VethPeer returns the index of the other end of a veth (valid in the peer's
-// namespace), or 0 when l is not a veth.
-func VethPeer(l netlink.Link) (int, error) {
-	v, ok := l.(*netlink.Veth)
-	if !ok {
-		return 0, nil
+// VethPeer returns the index of the other end of a veth (valid in the
+// peer's namespace), or 0 when l is not a veth or its peer is gone. It is
+// the link's IFLA_LINK, which veth reports as its peer's index (ip link's
+// "@ifN"), so the link as read answers it: asking the driver (ethtool's
+// peer_ifindex) costs a socket and an ioctl more, and a policy sync
+// locates every port it changes.
+func VethPeer(l netlink.Link) int {
+	if _, ok := l.(*netlink.Veth); !ok {
+		return 0
 	}
-	idx, err := netlink.VethPeerIndex(v)
-	if err != nil {
-		return 0, fmt.Errorf("find peer of veth %q: %w", v.Name, err)
-	}
-	return idx, nil
+	return l.Attrs().ParentIndex
 }
 
 // Addrs returns the link's addresses of one family (nil link: every link's).
