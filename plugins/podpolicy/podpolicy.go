@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/netclass-dev/netclass/conf/netpol"
 )
 
@@ -36,6 +38,16 @@ type Interface struct {
 	// what it holds is then not read back (nor is its pod searched for an
 	// older netclass's table, which its first sync removed).
 	Prev *netpol.Plan
+	// Port, when set with Prev, is where the last sync put the policy
+	// (its Result's Port): the port is found there while the host still
+	// has it, without looking from the pod.
+	Port *Port
+}
+
+// Port is the host end of a bridge port holding an interface's policy.
+type Port struct {
+	HostIf                 string
+	HostIndex, BridgeIndex int
 }
 
 // NewInterface describes an interface as a CNI result records it: its MAC
@@ -59,6 +71,9 @@ type Result struct {
 	// At is when the change took effect (zero: unknown, or no change).
 	At  time.Time
 	Err error
+	// Port is where the policy is, when on the host end of a bridge port
+	// (nil: in the pod, or failed).
+	Port *Port
 }
 
 // workers bounds the pods synced at once: a pod's sync mostly waits on
@@ -74,8 +89,9 @@ const workers = 8
 func Sync(ifs []Interface) []Result {
 	out := make([]Result, len(ifs))
 	where := make([]place, len(ifs))
+	bridges := map[int]netlink.Link{}
 	for i := range ifs { // in the calling thread: the host ends are in its namespace
-		where[i], out[i].Err = locate(ifs[i])
+		where[i], out[i].Err = locate(ifs[i], bridges)
 	}
 	var ports []int
 	var inPod []int

@@ -19,6 +19,7 @@ import (
 // (hostIf set) or in its pod.
 type place struct {
 	hostIf string
+	host   int // the host end's index
 	bridge netlink.Link
 	mac    net.HardwareAddr
 	// podTable: the pod still holds a policy table of an older netclass,
@@ -26,8 +27,13 @@ type place struct {
 	podTable bool
 }
 
-// locate finds where the interface's policy lives.
-func locate(f Interface) (place, error) {
+// locate finds where the interface's policy lives: where f.Port says when
+// the host still has it there, else from the pod's interface. bridges are
+// the bridges already read in this sync, by index.
+func locate(f Interface, bridges map[int]netlink.Link) (place, error) {
+	if p, ok := located(f, bridges); ok {
+		return p, nil
+	}
 	host, err := qosport.HostLink(f.PodNS, f.IfName)
 	if err != nil || host == nil {
 		return place{}, err
@@ -36,7 +42,7 @@ func locate(f Interface) (place, error) {
 	if err != nil || !ok {
 		return place{}, err
 	}
-	p := place{hostIf: host.Attrs().Name, bridge: br, mac: f.MAC}
+	p := place{hostIf: host.Attrs().Name, host: host.Attrs().Index, bridge: br, mac: f.MAC}
 	if p.mac == nil {
 		err = netns.Do(f.PodNS, func() error {
 			l, err := link.ByName(f.IfName)
@@ -56,6 +62,31 @@ func locate(f Interface) (place, error) {
 		return place{}, fmt.Errorf("interface %q of %s: %w", f.IfName, f.PodNS, err)
 	}
 	return p, nil
+}
+
+// located is the place f.Port records, when the interface held its plan
+// (Prev) and the host still has the port: a veth of that index and name
+// (an attachment made again gets a new index), a port of the same bridge.
+// It costs one netlink call, where locating from the pod costs entering
+// its namespace and several calls and sockets: an edit syncs every port
+// it changes.
+func located(f Interface, bridges map[int]netlink.Link) (place, bool) {
+	r := f.Port
+	if r == nil || f.Prev == nil || f.MAC == nil {
+		return place{}, false
+	}
+	l, err := link.ByIndex(r.HostIndex)
+	if err != nil || l.Attrs().Name != r.HostIf || l.Attrs().MasterIndex != r.BridgeIndex || link.VethPeer(l) == 0 {
+		return place{}, false
+	}
+	br, ok := bridges[r.BridgeIndex]
+	if !ok {
+		if br, ok, err = link.BridgeOfLink(l); err != nil || !ok {
+			return place{}, false
+		}
+		bridges[r.BridgeIndex] = br
+	}
+	return place{hostIf: r.HostIf, host: r.HostIndex, bridge: br, mac: f.MAC}, true
 }
 
 // syncPorts brings the policies of bridged ports to their plans on the
@@ -100,6 +131,8 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 		} else if changed {
 			out[i].Changed = true
 		}
+		w := where[i]
+		out[i].Port = &Port{HostIf: h, HostIndex: w.host, BridgeIndex: w.bridge.Attrs().Index}
 		open = append(open, h)
 	}
 	if err := nft.OpenGuard(c, open...); err != nil {
@@ -172,7 +205,8 @@ func syncInPod(f Interface) (changed bool, err error) {
 // lives (a port's: on the host, its port guarded and open; the host is
 // the calling thread's namespace).
 func Check(f Interface) error {
-	w, err := locate(f)
+	f.Port = nil // found from the pod, whatever a sync recorded
+	w, err := locate(f, map[int]netlink.Link{})
 	if err != nil {
 		return err
 	}

@@ -81,3 +81,55 @@ func TestSyncPutsABridgedPortsPolicyOnTheHost(t *testing.T) {
 		return nil
 	})
 }
+
+// A sync reports the port that holds the policy, and the next finds the
+// port there (its pod's interface is not looked up: renamed, it is not
+// found) while the host still has it; a port made again (a new index) is
+// found from the pod again.
+func TestSyncFindsThePortItRecorded(t *testing.T) {
+	host, a := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")
+	host.Bridge(t, "br0", "ha")
+	ip := []netip.Addr{netip.MustParseAddr("10.97.0.1")}
+	mac := a.Link(t, "net1").Attrs().HardwareAddr
+	deny := &netpol.Plan{Ingress: netpol.Direction{Isolated: true}}
+	denyOut := &netpol.Plan{Ingress: deny.Ingress, Egress: netpol.Direction{Isolated: true}}
+	sync := func(f Interface) Result {
+		t.Helper()
+		var res []Result
+		host.Do(t, func() error { res = Sync([]Interface{f}); return nil })
+		if res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		return res[0]
+	}
+	first := sync(Interface{PodNS: a.Path, IfName: "net1", MAC: mac, IPs: ip, Plan: deny})
+	want := Port{HostIf: "ha", HostIndex: host.Link(t, "ha").Attrs().Index, BridgeIndex: host.Link(t, "br0").Attrs().Index}
+	if first.Port == nil || *first.Port != want {
+		t.Fatalf("port %+v, want %+v", first.Port, want)
+	}
+	a.Do(t, func() error { return a.Handle(t).LinkSetName(a.Link(t, "net1"), "net9") })
+	second := sync(Interface{PodNS: a.Path, IfName: "net1", MAC: mac, IPs: ip, Plan: denyOut, Prev: deny, Port: first.Port})
+	if !second.Changed || second.Port == nil || *second.Port != want {
+		t.Fatalf("with the port recorded: changed %v, port %+v, want %+v", second.Changed, second.Port, want)
+	}
+	checkHost := func(plan *netpol.Plan) {
+		t.Helper()
+		if err := nft.InNamespace(host.Path, func(c *nftables.Conn) error {
+			return nft.CheckHostPolicy(c, "ha", nft.HostPort{Bridge: "br0", MAC: mac, Addrs: ip, Plan: plan})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkHost(denyOut)
+	// the attachment made again: a new pair, its host end of the same name
+	host.Do(t, func() error { return host.Handle(t).LinkDel(host.Link(t, "ha")) })
+	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")
+	host.Do(t, func() error { return host.Handle(t).LinkSetMaster(host.Link(t, "ha"), host.Link(t, "br0")) })
+	mac = a.Link(t, "net1").Attrs().HardwareAddr
+	third := sync(Interface{PodNS: a.Path, IfName: "net1", MAC: mac, IPs: ip, Plan: deny, Prev: denyOut, Port: first.Port})
+	if third.Port == nil || third.Port.HostIndex == want.HostIndex || third.Port.HostIf != "ha" {
+		t.Fatalf("after the port was made again: port %+v, want ha with another index than %d", third.Port, want.HostIndex)
+	}
+	checkHost(deny)
+}

@@ -31,7 +31,6 @@ import (
 	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/plugins/qosport"
@@ -166,7 +165,7 @@ type Agent struct {
 	// netclass-controller generated for a claim attachment's network.
 	NADs NADs
 	// Debounce is the least time between the starts of two triggered
-	// syncs (0: 250 ms): a trigger after a quiet spell syncs at once, the
+	// syncs (0: DefaultDebounce): a trigger after a quiet spell syncs at once, the
 	// triggers of a burst gather into the next sync (kube-proxy's
 	// BoundedFrequencyRunner has the same shape).
 	Debounce time.Duration
@@ -178,7 +177,7 @@ type Agent struct {
 	mu         sync.Mutex
 	guards     map[string][]chan struct{} // sandbox -> its Guards' kernel calls running (closed when they end)
 	applied    map[string]*qos.Plan       // attachment key -> the QoS plan it holds
-	appliedPol map[string]*netpol.Plan    // attachment key -> the policy plan it holds
+	appliedPol map[string]heldPolicy      // attachment key -> the policy plan it holds
 	logged     map[string]string          // the problems the last sync logged
 	last       []Outcome                  // the last sync's
 }
@@ -194,7 +193,7 @@ func (a *Agent) Outcomes() []Outcome {
 // New returns an agent over its sources.
 func New(claims Claims, networks Networks, policies Policies, pods Pods, peers render.Peers, kernel Kernel) *Agent {
 	return &Agent{claims: claims, networks: networks, policies: policies, pods: pods, peers: peers, kernel: kernel,
-		trigger: make(chan struct{}, 1), applied: map[string]*qos.Plan{}, appliedPol: map[string]*netpol.Plan{}}
+		trigger: make(chan struct{}, 1), applied: map[string]*qos.Plan{}, appliedPol: map[string]heldPolicy{}}
 }
 
 // Trigger asks for a sync; triggers that arrive during one coalesce into the
@@ -256,11 +255,14 @@ func (a *Agent) settle(ctx context.Context, lastStart time.Time) {
 	}
 }
 
+// DefaultDebounce is Agent.Debounce when it is 0.
+const DefaultDebounce = 250 * time.Millisecond
+
 // syncDelay is how long a trigger at now waits when the last sync started
-// at lastStart: until debounce (0: 250 ms) has passed since then.
+// at lastStart: until debounce (0: DefaultDebounce) has passed since then.
 func syncDelay(lastStart, now time.Time, debounce time.Duration) time.Duration {
 	if debounce <= 0 {
-		debounce = 250 * time.Millisecond
+		debounce = DefaultDebounce
 	}
 	return max(lastStart.Add(debounce).Sub(now), 0)
 }

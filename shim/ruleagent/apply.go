@@ -65,8 +65,8 @@ func (a *Agent) applyLocked(ctx context.Context, uids []types.UID, todo []pendin
 
 // syncKernel syncs the QoS and policy plans of the attachments, a result
 // of each per attachment (the zero Result for a plan that is not synced).
-func (a *Agent) syncKernel(live []pending) (qosRes, polRes []Result) {
-	qosRes, polRes = make([]Result, len(live)), make([]Result, len(live))
+func (a *Agent) syncKernel(live []pending) (qosRes []Result, polRes []podpolicy.Result) {
+	qosRes, polRes = make([]Result, len(live)), make([]podpolicy.Result, len(live))
 	var items []Item
 	var polItems []podpolicy.Interface
 	var at, polAt []int
@@ -76,7 +76,8 @@ func (a *Agent) syncKernel(live []pending) (qosRes, polRes []Result) {
 		}
 		if p.policy != nil {
 			item := policyItem(p.at, p.policy)
-			item.Prev = a.appliedPolicy(p.key)
+			held := a.appliedPolicy(p.key)
+			item.Prev, item.Port = held.plan, held.port
 			polItems, polAt = append(polItems, item), append(polAt, i)
 		}
 	}
@@ -87,7 +88,7 @@ func (a *Agent) syncKernel(live []pending) (qosRes, polRes []Result) {
 	}
 	if len(polItems) > 0 {
 		for j, r := range a.NetPol.Kernel(polItems) {
-			polRes[polAt[j]] = Result{Changed: r.Changed, Err: r.Err}
+			polRes[polAt[j]] = r
 		}
 	}
 	return qosRes, polRes
@@ -110,7 +111,7 @@ func stillAttached(c *checkpoint.Claim, at checkpoint.Attachment) bool {
 }
 
 // record keeps what the kernel now holds and returns the outcome.
-func (a *Agent) record(p pending, qr, pr Result) Outcome {
+func (a *Agent) record(p pending, qr Result, pr podpolicy.Result) Outcome {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p.out.Changed, p.out.PolicyChanged = qr.Changed, pr.Changed
@@ -129,7 +130,7 @@ func (a *Agent) record(p pending, qr, pr Result) Outcome {
 			p.out.PolicyErr = pr.Err
 			p.out.Err = errors.Join(p.out.Err, fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, pr.Err))
 		} else {
-			a.appliedPol[p.key] = p.policy
+			a.appliedPol[p.key] = heldPolicy{plan: p.policy, port: pr.Port}
 		}
 	}
 	return p.out

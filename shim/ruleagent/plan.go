@@ -188,9 +188,16 @@ func (a *Agent) policyInputs(ns string) (netpolicy.Policies, map[string]string, 
 	return in, labels, nil
 }
 
+// heldPolicy is the policy plan an attachment holds, as last applied, and
+// the port that holds it (nil: in the pod).
+type heldPolicy struct {
+	plan *netpol.Plan
+	port *podpolicy.Port
+}
+
 // appliedPolicy is the policy plan the attachment holds, as last applied
-// (nil: unknown).
-func (a *Agent) appliedPolicy(key string) *netpol.Plan {
+// (its zero value: unknown).
+func (a *Agent) appliedPolicy(key string) heldPolicy {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.appliedPol[key]
@@ -202,7 +209,7 @@ func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.appliedPol[key]
-	return ok && last.Equal(plan)
+	return ok && last.plan.Equal(plan)
 }
 
 // plan computes the attachment's plan, recording in out what selects it
