@@ -72,17 +72,19 @@ func ptr[T any](v T) *T { return &v }
 
 // benchPod makes the i-th pod of a benchmark node: its namespace, whose
 // net1 is a veth with its host end a port of host's bridge ncbench, and
-// its claim in namespace ns, attached, the device's QoS as given.
+// its claim in namespace ns, attached (the result recording net1's MAC, as
+// an ADD's does), the device's QoS as given.
 func benchPod(b *testing.B, host *nstest.NS, i int, ns string, devQoS *checkpoint.DeviceQoS) (*nstest.NS, *checkpoint.Claim) {
 	pod := nstest.New(b)
 	hostIf := fmt.Sprintf("ncb%03d", i)
 	nstest.Veth(b, pod, "net1", "", host, hostIf, "")
 	host.Bridge(b, "ncbench", hostIf)
 	uid := types.UID(fmt.Sprintf("pod-%d", i))
+	result := &checkpoint.Result{InterfaceName: "net1", MAC: pod.Link(b, "net1").Attrs().HardwareAddr.String()}
 	return pod, &checkpoint.Claim{UID: types.UID(fmt.Sprintf("claim-%d", i)), Namespace: ns, Name: string(uid),
 		Pods: []checkpoint.Pod{{UID: uid, Namespace: ns, Name: string(uid)}},
 		Devices: []checkpoint.Device{{Device: "bench", Pool: "node", Network: benchNet, QoS: devQoS,
-			Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached}}}},
+			Attachments: []checkpoint.Attachment{{PodUID: uid, SandboxID: "sb", NetNS: pod.Path, IfName: "net1", State: checkpoint.Attached, Result: result}}}},
 	}
 }
 
