@@ -50,6 +50,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 			return netpols.Lister().NetworkPolicies(ns).List(labels.Everything())
 		},
 		Kernel: podpolicy.Sync,
+		Check:  podpolicy.Check,
 		Peers:  resolver,
 		Known:  d.knownNetwork,
 		Multi:  d.multiPolicies(),

@@ -75,6 +75,7 @@ func (d *Daemon) runLoops(ctx context.Context, helper *kubeletplugin.Helper, can
 		func() { d.reportNodeNetworks(ctx) },
 		func() { d.waitReady(ctx, helper) },
 		func() { d.qos.Run(ctx) },
+		func() { d.qos.Audit(ctx) },
 	}
 	if !d.cfg.NoNodeDevices {
 		loops = append(loops, func() { d.devices.Run(ctx, d.nodeNetsChanged) })

@@ -75,6 +75,9 @@ type NetPolicies struct {
 	List func(namespace string) ([]*networkingv1.NetworkPolicy, error)
 	// Kernel brings interfaces' policy tables to their plans.
 	Kernel func([]podpolicy.Interface) []podpolicy.Result
+	// Check, when set, verifies that an interface holds its plan
+	// (podpolicy.Check): Audit uses it.
+	Check func(podpolicy.Interface) error
 	// Peers resolves the rules' selectors to the peers' endpoints.
 	Peers netpolicy.Peers
 	// Known, when set, says whether an entry of a policy's scoping
@@ -152,6 +155,9 @@ type Agent struct {
 	Timed   func(time.Duration, []Outcome)
 	// Resync is the period of syncs without a trigger (0: 5 minutes).
 	Resync time.Duration
+	// AuditPeriod is how often Audit checks each attachment's policy (0:
+	// DefaultAuditPeriod).
+	AuditPeriod time.Duration
 	// NetPol, when set, adds NetworkPolicy enforcement.
 	NetPol *NetPolicies
 	// Primary, when set, adds NetworkQoS on the pods' primary interface

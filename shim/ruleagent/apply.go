@@ -130,7 +130,7 @@ func (a *Agent) record(p pending, qr Result, pr podpolicy.Result) Outcome {
 			p.out.PolicyErr = pr.Err
 			p.out.Err = errors.Join(p.out.Err, fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, pr.Err))
 		} else {
-			a.appliedPol[p.key] = heldPolicy{plan: p.policy, port: pr.Port}
+			a.appliedPol[p.key] = heldPolicy{plan: p.policy, port: pr.Port, iface: policyItem(p.at, p.policy)}
 		}
 	}
 	return p.out

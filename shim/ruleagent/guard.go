@@ -34,7 +34,8 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 		klog.FromContext(ctx).Info("Some NetworkPolicy rules are not enforced (what they allow stays closed)",
 			"pod", klog.KObj(pod), "network", dev.Network.String(), "reason", out.PolicyIgnored.Error())
 	}
-	res, err := a.policyWithin(ctx, at.SandboxID, []podpolicy.Interface{policyItem(at, plan)})
+	iface := policyItem(at, plan)
+	res, err := a.policyWithin(ctx, at.SandboxID, []podpolicy.Interface{iface})
 	if err == nil {
 		err = res[0].Err
 	}
@@ -45,7 +46,7 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 		"interface", at.IfName, "network", dev.Network.String(), "networkPolicies", out.Policies)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.appliedPol[attachmentKey(claim, at)] = heldPolicy{plan: plan, port: res[0].Port}
+	a.appliedPol[attachmentKey(claim, at)] = heldPolicy{plan: plan, port: res[0].Port, iface: iface}
 	return nil
 }
 

@@ -188,11 +188,12 @@ func (a *Agent) policyInputs(ns string) (netpolicy.Policies, map[string]string, 
 	return in, labels, nil
 }
 
-// heldPolicy is the policy plan an attachment holds, as last applied, and
-// the port that holds it (nil: in the pod).
+// heldPolicy is the policy plan an attachment holds, as last applied, the
+// port that holds it (nil: in the pod), and the interface as synced.
 type heldPolicy struct {
-	plan *netpol.Plan
-	port *podpolicy.Port
+	plan  *netpol.Plan
+	port  *podpolicy.Port
+	iface podpolicy.Interface
 }
 
 // appliedPolicy is the policy plan the attachment holds, as last applied

@@ -1,0 +1,81 @@
+package ruleagent
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
+)
+
+// The audit checks the recorded attachments one by one, in key order and
+// round robin; one whose kernel state differs loses its record and the
+// agent is triggered, and the next sync reads it back (no Prev) while the
+// others stay skipped.
+func TestAuditResyncsWhatDiffers(t *testing.T) {
+	f := newFixture()
+	var synced []podpolicy.Interface
+	drifted := map[string]bool{"/ns/a": true}
+	var checked []string
+	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
+		Kernel: func(its []podpolicy.Interface) []podpolicy.Result {
+			synced = append(synced, its...)
+			return make([]podpolicy.Result, len(its))
+		},
+		Check: func(f podpolicy.Interface) error {
+			checked = append(checked, f.PodNS)
+			if f.Plan == nil || f.IfName != "net1" {
+				return errors.New("checked without its plan or interface")
+			}
+			if drifted[f.PodNS] {
+				return errors.New("a set is missing")
+			}
+			return nil
+		}}
+	ctx := context.Background()
+	f.agent.Sync(ctx)
+	triggered := func() bool {
+		select {
+		case <-f.agent.trigger:
+			return true
+		default:
+			return false
+		}
+	}
+	keyA, n := f.agent.auditNext(ctx, "")
+	if n != 2 || len(checked) != 1 || checked[0] != "/ns/a" || !triggered() {
+		t.Fatalf("first audit: %d recorded, checked %v, want 2, [/ns/a] and a trigger", n, checked)
+	}
+	synced = nil
+	f.agent.Sync(ctx)
+	if len(synced) != 1 || synced[0].PodNS != "/ns/a" || synced[0].Prev != nil {
+		t.Fatalf("the sync after the audit synced %+v, want /ns/a alone, read back", synced)
+	}
+	drifted["/ns/a"] = false
+	keyB, _ := f.agent.auditNext(ctx, keyA)
+	again, _ := f.agent.auditNext(ctx, keyB)
+	if checked[1] != "/ns/b" || checked[2] != "/ns/a" || again != keyA || triggered() {
+		t.Errorf("audits after: checked %v (want /ns/b then /ns/a again), no trigger", checked)
+	}
+	synced = nil
+	f.agent.Sync(ctx)
+	if len(synced) != 0 {
+		t.Errorf("a sync after audits that found nothing synced %d", len(synced))
+	}
+}
+
+// A record a sync replaced while its check ran is not dropped.
+func TestAuditKeepsARecordChangedMeanwhile(t *testing.T) {
+	a := New(nil, nil, nil, nil, nil, nil)
+	old, cur := heldPolicy{plan: &netpol.Plan{}}, heldPolicy{plan: &netpol.Plan{}}
+	a.appliedPol["k"] = cur
+	if a.forgetPolicy("k", old) {
+		t.Error("dropped a record that changed since its check")
+	}
+	if !a.forgetPolicy("k", cur) {
+		t.Error("kept a record that did not change")
+	}
+}
