@@ -133,3 +133,43 @@ func TestSyncFindsThePortItRecorded(t *testing.T) {
 	}
 	checkHost(deny)
 }
+
+// Check finds a port's policy changed behind netclass's back (its chain
+// flushed), and a sync without the plan it held (as after an audit) puts
+// it right.
+func TestCheckFindsAPolicyChangedBehindItsBack(t *testing.T) {
+	host, a := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")
+	host.Bridge(t, "br0", "ha")
+	f := Interface{PodNS: a.Path, IfName: "net1", MAC: a.Link(t, "net1").Attrs().HardwareAddr,
+		IPs: []netip.Addr{netip.MustParseAddr("10.97.0.1")}, Plan: &netpol.Plan{Ingress: netpol.Direction{Isolated: true}}}
+	sync := func() Result {
+		t.Helper()
+		var res []Result
+		host.Do(t, func() error { res = Sync([]Interface{f}); return res[0].Err })
+		return res[0]
+	}
+	check := func() (err error) {
+		host.Do(t, func() error { err = Check(f); return nil })
+		return err
+	}
+	sync()
+	if err := check(); err != nil {
+		t.Fatalf("after the sync: %v", err)
+	}
+	if err := nft.InNamespace(host.Path, func(c *nftables.Conn) error {
+		c.FlushChain(&nftables.Chain{Name: "in/ha", Table: &nftables.Table{Name: nft.HostPolicyTable, Family: nftables.TableFamilyINet}})
+		return c.Flush()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(); err == nil {
+		t.Fatal("Check passed a port whose policy chain was flushed")
+	}
+	if r := sync(); !r.Changed {
+		t.Error("the sync after the flush changed nothing")
+	}
+	if err := check(); err != nil {
+		t.Fatalf("after the sync that read the port back: %v", err)
+	}
+}
