@@ -64,6 +64,11 @@ func locate(f Interface, bridges map[int]netlink.Link) (place, error) {
 	return p, nil
 }
 
+// port is the Port a sync reports for a place on a host port.
+func (p place) port() *Port {
+	return &Port{HostIf: p.hostIf, HostIndex: p.host, BridgeIndex: p.bridge.Attrs().Index}
+}
+
 // located is the place f.Port records, when the interface held its plan
 // (Prev) and the host still has the port: a veth of that index and name
 // (an attachment made again gets a new index), a port of the same bridge.
@@ -131,8 +136,7 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 		} else if changed {
 			out[i].Changed = true
 		}
-		w := where[i]
-		out[i].Port = &Port{HostIf: h, HostIndex: w.host, BridgeIndex: w.bridge.Attrs().Index}
+		out[i].Port = where[i].port()
 		open = append(open, h)
 	}
 	if err := nft.OpenGuard(c, open...); err != nil {
