@@ -1,6 +1,7 @@
 package podpolicy
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -108,7 +109,10 @@ func TestSyncFindsThePortItRecorded(t *testing.T) {
 	if first.Port == nil || *first.Port != want {
 		t.Fatalf("port %+v, want %+v", first.Port, want)
 	}
-	a.Do(t, func() error { return a.Handle(t).LinkSetName(a.Link(t, "net1"), "net9") })
+	a.Do(t, func() error { // down first: some kernels refuse to rename an interface that is up
+		h, l := a.Handle(t), a.Link(t, "net1")
+		return errors.Join(h.LinkSetDown(l), h.LinkSetName(l, "net9"), h.LinkSetUp(l))
+	})
 	second := sync(Interface{PodNS: a.Path, IfName: "net1", MAC: mac, IPs: ip, Plan: denyOut, Prev: deny, Port: first.Port})
 	if !second.Changed || second.Port == nil || *second.Port != want {
 		t.Fatalf("with the port recorded: changed %v, port %+v, want %+v", second.Changed, second.Port, want)
