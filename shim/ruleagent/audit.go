@@ -39,9 +39,20 @@ func (a *Agent) Audit(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(max(period/time.Duration(max(n, 1)), minAuditGap)):
+		case <-time.After(auditGap(period, n)):
 		}
 	}
+}
+
+// auditGap is the wait after a check when n attachments are recorded:
+// each is checked once per period, checks minAuditGap apart at least;
+// with none recorded, a minute (a node's first pods are audited within
+// the hour, not after it).
+func auditGap(period time.Duration, n int) time.Duration {
+	if n == 0 {
+		return min(time.Minute, period)
+	}
+	return max(period/time.Duration(n), minAuditGap)
 }
 
 // auditNext checks the recorded attachment whose key follows last (in key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
@@ -77,5 +78,21 @@ func TestAuditKeepsARecordChangedMeanwhile(t *testing.T) {
 	}
 	if !a.forgetPolicy("k", cur) {
 		t.Error("kept a record that did not change")
+	}
+}
+
+func TestAuditGap(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want time.Duration
+	}{
+		{0, time.Minute},
+		{1, time.Hour},
+		{100, 36 * time.Second},
+		{10000, minAuditGap},
+	} {
+		if got := auditGap(time.Hour, tc.n); got != tc.want {
+			t.Errorf("%d recorded: %v, want %v", tc.n, got, tc.want)
+		}
 	}
 }
