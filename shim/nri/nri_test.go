@@ -60,7 +60,7 @@ func TestRunAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm := h.timing(t)
-	if tm.Attachments != 2 || tm.Err != nil || tm.Add <= 0 || tm.Total < tm.Add || tm.Budget != 2*time.Second {
+	if tm.Attachments != 2 || tm.Err != nil || tm.CNI <= 0 || tm.Add < tm.CNI || tm.Total < tm.Add || tm.Budget != 2*time.Second {
 		t.Fatalf("timing %+v", tm)
 	}
 	if got := h.cni.Calls(); !slices.Equal(got, []string{"ADD blue sb1 net1", "ADD red sb1 net2"}) {

@@ -9,6 +9,7 @@ package nri
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -23,6 +24,8 @@ type Step struct {
 	IfName    string
 	// Warnings are what the plugins warned of while attaching (cni.Result).
 	Warnings []string
+	// CNI is the time its ADD took (zero: made before).
+	CNI time.Duration
 }
 
 // Device returns the step's device record.

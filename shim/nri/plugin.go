@@ -48,6 +48,10 @@ type Timing struct {
 	Add time.Duration
 	// Total runs until the claims' statuses were written.
 	Total time.Duration
+	// CNI is the part of Add the ADDs themselves took (the plugins' execs
+	// through libcni): the rest is netclass-dra's own (locks, checkpoint
+	// writes, the interfaces' policy).
+	CNI time.Duration
 	// Status is the time the status writes themselves took (API calls included).
 	Status time.Duration
 	// Budget is NRI's request timeout in effect.
@@ -253,7 +257,7 @@ func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	}
 	p.reportAsync(pod, steps, undo, err, Timing{
 		Pod: types.NamespacedName{Namespace: pod.GetNamespace(), Name: pod.GetName()}, Attachments: len(steps),
-		Add: addDone, Budget: budget, Err: err,
+		Add: addDone, CNI: cniTime(steps), Budget: budget, Err: err,
 	}, start)
 	if err != nil {
 		return fmt.Errorf("netclass-dra: %w", err)
@@ -273,34 +277,44 @@ func (p *Plugin) attach(ctx context.Context, pod *api.PodSandbox, claims []*chec
 	if netns == "" {
 		return steps, -1, fmt.Errorf("pod %s/%s has no network namespace of its own (hostNetwork?): it cannot take network claims", pod.GetNamespace(), pod.GetName())
 	}
-	for i, s := range steps {
-		warnings, err := p.addStep(ctx, pod.GetId(), netns, s)
-		if err != nil {
-			return steps, i, &StepError{Step: s, Err: err}
+	for i := range steps {
+		if err := p.addStep(ctx, pod.GetId(), netns, &steps[i]); err != nil {
+			return steps, i, &StepError{Step: steps[i], Err: err}
 		}
-		steps[i].Warnings = warnings
 	}
 	return steps, len(steps), nil
 }
 
-// addStep attaches one interface; it returns the plugins' warnings.
-func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) ([]string, error) {
+// cniTime is the time the steps' ADDs took.
+func cniTime(steps []Step) time.Duration {
+	var d time.Duration
+	for _, s := range steps {
+		d += s.CNI
+	}
+	return d
+}
+
+// addStep attaches one interface, recording in s the plugins' warnings and
+// the time its ADD took.
+func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s *Step) error {
 	dev := s.Device()
 	if a, ok := dev.Attachment(sandbox); ok && a.State == checkpoint.Attached && a.IfName == s.IfName {
-		return nil, nil // already done for this sandbox
+		return nil // already done for this sandbox
 	}
 	p.epochs.attaching(sandbox)
 	now := time.Now().UTC().Truncate(time.Second)
 	att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName, State: checkpoint.Adding, AttachedAt: &now}
-	if err := p.setAttachment(s, att); err != nil {
-		return nil, err
+	if err := p.setAttachment(*s, att); err != nil {
+		return err
 	}
+	cniStart := time.Now()
 	res, err := p.CNI.Add(ctx, dev.ConfList, cniAttachment(s.Pod, *dev, att))
+	s.CNI = time.Since(cniStart)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("it did not finish within NRI's budget (raise containerd's NRI plugin_request_timeout): %w", err)
+			return fmt.Errorf("it did not finish within NRI's budget (raise containerd's NRI plugin_request_timeout): %w", err)
 		}
-		return nil, err
+		return err
 	}
 	att.State = checkpoint.Attached
 	att.Result = &checkpoint.Result{InterfaceName: res.InterfaceName, MAC: res.MAC, IPs: res.IPs}
@@ -309,10 +323,11 @@ func (p *Plugin) addStep(ctx context.Context, sandbox, netns string, s Step) ([]
 	}
 	if p.Secure != nil {
 		if err := p.Secure(ctx, s.Claim, dev, s.Pod, att); err != nil {
-			return nil, fmt.Errorf("secure interface %s: %w", s.IfName, err)
+			return fmt.Errorf("secure interface %s: %w", s.IfName, err)
 		}
 	}
-	return res.Warnings, p.setAttachment(s, att)
+	s.Warnings = res.Warnings
+	return p.setAttachment(*s, att)
 }
 
 func (p *Plugin) setAttachment(s Step, att checkpoint.Attachment) error {
@@ -365,7 +380,7 @@ func (p *Plugin) reportAsync(pod *api.PodSandbox, steps, undo []Step, err error,
 		timing.Status = time.Since(statusStart)
 		timing.Total = time.Since(start)
 		klog.FromContext(ctx).V(2).Info("Pod's networks attached", "pod", timing.Pod, "attachments", timing.Attachments,
-			"addMs", ms(timing.Add), "totalMs", ms(timing.Total), "statusMs", ms(timing.Status), "err", timing.Err)
+			"addMs", ms(timing.Add), "cniMs", ms(timing.CNI), "totalMs", ms(timing.Total), "statusMs", ms(timing.Status), "err", timing.Err)
 		if p.Observer != nil {
 			p.Observer(timing)
 		}
