@@ -83,6 +83,45 @@ func TestSyncPutsABridgedPortsPolicyOnTheHost(t *testing.T) {
 	})
 }
 
+// A new port no policy selects (it holds none, and is to hold none) is
+// opened, its guard kept, without the node's policy tables.
+func TestSyncOpensANewPortNoPolicySelects(t *testing.T) {
+	host, a := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")
+	host.Bridge(t, "br0", "ha")
+	mac := a.Link(t, "net1").Attrs().HardwareAddr
+	ip := []netip.Addr{netip.MustParseAddr("10.97.0.1")}
+	if err := nft.InNamespace(host.Path, func(c *nftables.Conn) error {
+		return nft.InstallGuard(c, "ha", nft.Guard{MAC: mac, CheckIPs: true, V4: ip}, true) // as ADD leaves it
+	}); err != nil {
+		t.Fatal(err)
+	}
+	none := &netpol.Plan{}
+	var res []Result
+	host.Do(t, func() error {
+		res = Sync([]Interface{{PodNS: a.Path, IfName: "net1", MAC: mac, IPs: ip, Plan: none, Prev: none}})
+		return nil
+	})
+	if res[0].Err != nil || res[0].Port == nil || res[0].Port.HostIf != "ha" {
+		t.Fatalf("sync: port %+v, %v", res[0].Port, res[0].Err)
+	}
+	if err := nft.InNamespace(host.Path, func(c *nftables.Conn) error {
+		closed, err := nft.GuardClosed(c)
+		if err != nil || closed["ha"] {
+			return fmt.Errorf("the port is still closed (%v)", err)
+		}
+		tables, err := c.ListTables()
+		for _, tb := range tables {
+			if tb.Name == nft.HostPolicyTable {
+				return fmt.Errorf("the sync made the policy table %s (family %d)", tb.Name, tb.Family)
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A sync reports the port that holds the policy, and the next finds the
 // port there (its pod's interface is not looked up: renamed, it is not
 // found) while the host still has it; a port made again (a new index) is

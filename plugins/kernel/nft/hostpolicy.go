@@ -3,6 +3,7 @@ package nft
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -269,13 +270,20 @@ func portIntervals(ranges []netpol.PortRange) []nftables.SetElement {
 // SyncHostPolicies brings the ports' policies (a zero plan: none) to what
 // they are to be, in place and in few transactions: the bridge table's
 // part first, then the inet table's. Ports missing from the map are not
-// touched.
+// touched, nor are those that hold no policy (Prev zero) and are to hold
+// none: a sync of only such ports (a new port no policy selects) does
+// not read the tables, whose size is the node's policies'.
 func SyncHostPolicies(c *nftables.Conn, ports map[string]HostPort) map[string]PortResult {
 	inet := make(map[string]*portObjects, len(ports))
 	bridge := make(map[string]*portObjects, len(ports))
 	prevInet, prevBridge := map[string]*portObjects{}, map[string]*portObjects{}
 	cache := newElementCache()
+	out := make(map[string]PortResult, len(ports))
 	for h, p := range ports {
+		if p.Plan.IsZero() && p.Prev != nil && p.Prev.IsZero() {
+			out[h] = PortResult{}
+			continue
+		}
 		inet[h], bridge[h] = hostPolicyObjects(h, p, cache)
 		if p.Prev != nil {
 			q := p
@@ -283,7 +291,10 @@ func SyncHostPolicies(c *nftables.Conn, ports map[string]HostPort) map[string]Po
 			prevInet[h], prevBridge[h] = hostPolicyObjects(h, q, cache)
 		}
 	}
-	out := hostPolicyBridge.syncFrom(c, bridge, prevBridge)
+	if len(inet) == 0 {
+		return out
+	}
+	maps.Copy(out, hostPolicyBridge.syncFrom(c, bridge, prevBridge))
 	for h, r := range hostPolicyInet.syncFrom(c, inet, prevInet) {
 		b := out[h]
 		out[h] = PortResult{Changed: b.Changed || r.Changed, At: later(b.At, r.At), Err: joinErr(b.Err, r.Err)}

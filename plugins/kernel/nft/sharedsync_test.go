@@ -1,10 +1,14 @@
 package nft
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+
+	"github.com/netclass-dev/netclass/conf/netpol"
 )
 
 // A transaction holds as many ports' changes as its bounds allow, counted
@@ -48,5 +52,26 @@ func TestChunkBySent(t *testing.T) {
 				t.Errorf("the first transaction holds %d changes, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// A sync of a port that holds no policy and is to hold none (a new port
+// no policy selects) sends nothing: the node's tables are not read.
+// Without what the port holds, they are.
+func TestHostPolicyNoneToNoneReadsNothing(t *testing.T) {
+	sent := 0
+	c, err := nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+		sent += len(req)
+		return nil, errors.New("no kernel here")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := &netpol.Plan{}
+	if r := SyncHostPolicies(c, map[string]HostPort{"x": {Bridge: "br0", Plan: none, Prev: none}})["x"]; r.Err != nil || r.Changed || sent != 0 {
+		t.Fatalf("none to none: changed %v, %v, %d messages sent, want none", r.Changed, r.Err, sent)
+	}
+	if r := SyncHostPolicies(c, map[string]HostPort{"x": {Bridge: "br0", Plan: none}})["x"]; r.Err == nil || sent == 0 {
+		t.Fatalf("to none from what the kernel holds: %v, %d messages sent, want the tables read", r.Err, sent)
 	}
 }
