@@ -77,7 +77,7 @@ func (a *Agent) syncKernel(live []pending) (qosRes []Result, polRes []podpolicy.
 		if p.policy != nil {
 			item := policyItem(p.at, p.policy)
 			held := a.appliedPolicy(p.key)
-			item.Prev, item.Port = held.plan, held.port
+			item.Prev, item.Port = held.plan(), held.port
 			polItems, polAt = append(polItems, item), append(polAt, i)
 		}
 	}
@@ -130,7 +130,7 @@ func (a *Agent) record(p pending, qr Result, pr podpolicy.Result) Outcome {
 			p.out.PolicyErr = pr.Err
 			p.out.Err = errors.Join(p.out.Err, fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, pr.Err))
 		} else {
-			a.appliedPol[p.key] = heldPolicy{plan: p.policy, port: pr.Port, iface: policyItem(p.at, p.policy)}
+			a.appliedPol[p.key] = heldPolicy{iface: policyItem(p.at, p.policy), port: pr.Port}
 		}
 	}
 	return p.out

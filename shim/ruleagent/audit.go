@@ -76,7 +76,6 @@ func (a *Agent) auditNext(ctx context.Context, last string) (string, int) {
 	held := a.appliedPol[key]
 	a.mu.Unlock()
 	item := held.iface
-	item.Plan = held.plan
 	if err := a.NetPol.Check(item); err != nil && a.forgetPolicy(key, held) {
 		klog.FromContext(ctx).Info("NetworkPolicy rules differ from what was applied: syncing them again",
 			"attachment", key, "interface", item.IfName, "netns", item.PodNS, "err", err)
@@ -90,7 +89,7 @@ func (a *Agent) auditNext(ctx context.Context, last string) (string, int) {
 func (a *Agent) forgetPolicy(key string, held heldPolicy) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if cur, ok := a.appliedPol[key]; !ok || cur.plan != held.plan {
+	if cur, ok := a.appliedPol[key]; !ok || cur.plan() != held.plan() {
 		return false
 	}
 	delete(a.appliedPol, key)

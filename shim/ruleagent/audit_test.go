@@ -71,7 +71,7 @@ func TestAuditResyncsWhatDiffers(t *testing.T) {
 // A record a sync replaced while its check ran is not dropped.
 func TestAuditKeepsARecordChangedMeanwhile(t *testing.T) {
 	a := New(nil, nil, nil, nil, nil, nil)
-	old, cur := heldPolicy{plan: &netpol.Plan{}}, heldPolicy{plan: &netpol.Plan{}}
+	old, cur := heldPolicy{iface: podpolicy.Interface{Plan: &netpol.Plan{}}}, heldPolicy{iface: podpolicy.Interface{Plan: &netpol.Plan{}}}
 	a.appliedPol["k"] = cur
 	if a.forgetPolicy("k", old) {
 		t.Error("dropped a record that changed since its check")

@@ -46,7 +46,7 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 		"interface", at.IfName, "network", dev.Network.String(), "networkPolicies", out.Policies)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.appliedPol[attachmentKey(claim, at)] = heldPolicy{plan: plan, port: res[0].Port, iface: iface}
+	a.appliedPol[attachmentKey(claim, at)] = heldPolicy{iface: iface, port: res[0].Port}
 	return nil
 }
 

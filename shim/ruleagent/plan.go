@@ -188,13 +188,15 @@ func (a *Agent) policyInputs(ns string) (netpolicy.Policies, map[string]string, 
 	return in, labels, nil
 }
 
-// heldPolicy is the policy plan an attachment holds, as last applied, the
-// port that holds it (nil: in the pod), and the interface as synced.
+// heldPolicy is an attachment's interface as last synced, with the policy
+// plan it then got (iface.Plan), and the port that holds it (nil: in the pod).
 type heldPolicy struct {
-	plan  *netpol.Plan
-	port  *podpolicy.Port
 	iface podpolicy.Interface
+	port  *podpolicy.Port
 }
+
+// plan is the policy plan the attachment holds (nil: unknown).
+func (h heldPolicy) plan() *netpol.Plan { return h.iface.Plan }
 
 // appliedPolicy is the policy plan the attachment holds, as last applied
 // (its zero value: unknown).
@@ -210,7 +212,7 @@ func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.appliedPol[key]
-	return ok && last.plan.Equal(plan)
+	return ok && last.plan().Equal(plan)
 }
 
 // plan computes the attachment's plan, recording in out what selects it
