@@ -35,7 +35,15 @@ func (a *Agent) Guard(ctx context.Context, pod *corev1.Pod, claim types.UID, dev
 			"pod", klog.KObj(pod), "network", dev.Network.String(), "reason", out.PolicyIgnored.Error())
 	}
 	iface := policyItem(at, plan)
-	res, err := a.policyWithin(ctx, at.SandboxID, []podpolicy.Interface{iface})
+	item := iface
+	if plan.IsZero() {
+		// The port its ADD just made holds no policy: to hold none, it
+		// needs only opening, without reading the node's policy tables.
+		// (Were it an older port holding one, it stays more closed than
+		// its plan, until the audit finds it.)
+		item.Prev = plan
+	}
+	res, err := a.policyWithin(ctx, at.SandboxID, []podpolicy.Interface{item})
 	if err == nil {
 		err = res[0].Err
 	}

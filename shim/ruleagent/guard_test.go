@@ -11,19 +11,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
 )
 
 // Guard isolates a selected pod's new attachment at once, and the next
 // sync finds it already right; a pod no policy selects gets its (empty)
-// policy too, which opens its port; a kernel failure fails the attachment.
+// policy too, which opens its port, as a port that holds none (the node's
+// policies not read); a kernel failure fails the attachment.
 func TestGuardIsolatesBeforeThePodStarts(t *testing.T) {
 	f := newFixture()
 	k := fakePolicyKernel{}
 	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "deny",
 		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}},
 		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	kernel := k.sync
+	held := map[string]*netpol.Plan{}
+	kernel := func(items []podpolicy.Interface) []podpolicy.Result {
+		for _, it := range items {
+			held[it.PodNS] = it.Prev
+		}
+		return k.sync(items)
+	}
 	f.agent.NetPol = &NetPolicies{
 		List:   func(string) ([]*networkingv1.NetworkPolicy, error) { return []*networkingv1.NetworkPolicy{deny}, nil },
 		Kernel: func(items []podpolicy.Interface) []podpolicy.Result { return kernel(items) },
@@ -45,6 +53,9 @@ func TestGuardIsolatesBeforeThePodStarts(t *testing.T) {
 	}
 	if p, ok := k["/ns/b/net1"]; !ok || !p.IsZero() {
 		t.Errorf("Guard left pod b's port as ADD left it (closed): policy %+v, want an empty one applied", p)
+	}
+	if a, b := held["/ns/a"], held["/ns/b"]; a != nil || b == nil || !b.IsZero() {
+		t.Errorf("what the new ports hold, as Guard told the kernel: a %+v (want unknown: read back), b %+v (want none)", a, b)
 	}
 	clear(k)
 	f.agent.Sync(ctx)
