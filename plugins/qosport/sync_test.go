@@ -1,6 +1,7 @@
 package qosport
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -69,4 +70,71 @@ func podHasRules(podNS string) (bool, error) {
 		return err
 	})
 	return has, err
+}
+
+// CheckInterface finds an interface's rules other than its plan, and
+// changed behind netclass's back (a port's chain flushed, a pod's table
+// deleted); a sync that reads them back puts them right.
+func TestCheckInterfaceFindsRulesChangedBehindItsBack(t *testing.T) {
+	host := nstest.New(t)
+	host.Bridge(t, "br0")
+	var ifs []Interface
+	for i := range 2 {
+		pod := nstest.New(t)
+		hostIf := fmt.Sprintf("h%d", i)
+		nstest.Veth(t, pod, "net1", "", host, hostIf, "")
+		if i == 0 {
+			host.Bridge(t, "br0", hostIf)
+		}
+		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "net1", Plan: plan(18)})
+	}
+	sync := func() {
+		t.Helper()
+		host.Do(t, func() error { return errors.Join(resultErrs(SyncInterfaces(ifs))...) })
+	}
+	check := func(f Interface) (err error) {
+		host.Do(t, func() error { err = CheckInterface(f); return nil })
+		return err
+	}
+	sync()
+	for i, f := range ifs {
+		other := f
+		other.Plan = plan(20)
+		if err := check(f); err != nil {
+			t.Fatalf("interface %d as synced: %v", i, err)
+		}
+		if err := check(other); err == nil {
+			t.Errorf("interface %d checked against another plan: no difference found", i)
+		}
+	}
+	host.Do(t, func() error {
+		c, err := nft.OpenCurrent()
+		if err != nil {
+			return err
+		}
+		c.FlushChain(&nftables.Chain{Name: nft.PortChain("h0"), Table: &nftables.Table{Name: nft.PortQoSTable, Family: nftables.TableFamilyBridge}})
+		return c.Flush()
+	})
+	if err := nft.InNamespace(ifs[1].PodNS, func(c *nftables.Conn) error { return nft.DeletePodQoS(c, "net1") }); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range ifs {
+		if err := check(f); err == nil {
+			t.Errorf("interface %d changed behind its back: no difference found", i)
+		}
+	}
+	sync()
+	for i, f := range ifs {
+		if err := check(f); err != nil {
+			t.Errorf("interface %d after a sync: %v", i, err)
+		}
+	}
+}
+
+func resultErrs(res []Result) []error {
+	var errs []error
+	for _, r := range res {
+		errs = append(errs, r.Err)
+	}
+	return errs
 }
