@@ -36,14 +36,6 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		nodePods{d.podFac.Core().V1().Pods().Lister()},
 		resolver, qosport.SyncInterfaces)
-	lister := d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()
-	status := &qosstatus.Writer{
-		Node:    d.cfg.NodeName,
-		Objects: func() ([]*ncv1.NetworkQoS, error) { return lister.List(labels.Everything()) },
-		Client:  func(ns string) qosstatus.Client { return d.nc.NetclassV1alpha1().NetworkQoSes(ns) },
-		Events:  events,
-		Now:     time.Now,
-	}
 	netpols := d.polFac.Networking().V1().NetworkPolicies()
 	agent.NetPol = &ruleagent.NetPolicies{
 		List: func(ns string) ([]*networkingv1.NetworkPolicy, error) {
@@ -58,11 +50,12 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		Cluster:         d.clusterPolicies(),
 		NamespaceLabels: d.namespaceLabels,
 	}
+	agent.CheckQoS = qosport.CheckInterface // the audit's, in the node's namespace as the syncs
 	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events, Policy: d.policyObject}
 	agent.NADs = d.nadLook // nil-safe: describes nothing when not made
 	agent.Quiet = func(ctx context.Context) { d.runtime.WaitIdle(ctx, 2*time.Second) }
 	agent.Timed = d.agentMetrics.ObserveSync
-	statusWriter := &qosstatus.Background{Writer: status, Timeout: 10 * time.Second}
+	statusWriter := &qosstatus.Background{Writer: d.qosStatus(events), Timeout: 10 * time.Second}
 	go statusWriter.Run(ctx)
 	agent.Observe = func(ctx context.Context, outs []ruleagent.Outcome) {
 		statusWriter.Observe(ctx, outs)
@@ -77,6 +70,18 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		inf.AddEventHandler(trigger)
 	}
 	return agent
+}
+
+// qosStatus writes the NetworkQoS objects' status of this node.
+func (d *Daemon) qosStatus(events record.EventRecorder) *qosstatus.Writer {
+	lister := d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()
+	return &qosstatus.Writer{
+		Node:    d.cfg.NodeName,
+		Objects: func() ([]*ncv1.NetworkQoS, error) { return lister.List(labels.Everything()) },
+		Client:  func(ns string) qosstatus.Client { return d.nc.NetclassV1alpha1().NetworkQoSes(ns) },
+		Events:  events,
+		Now:     time.Now,
+	}
 }
 
 // agentInputs are the informers whose changes ask the agent for a sync.

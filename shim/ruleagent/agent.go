@@ -31,7 +31,6 @@ import (
 	cnpv1beta1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/plugins/qosport"
 	"github.com/netclass-dev/netclass/shim/attachment"
@@ -155,9 +154,12 @@ type Agent struct {
 	Timed   func(time.Duration, []Outcome)
 	// Resync is the period of syncs without a trigger (0: 5 minutes).
 	Resync time.Duration
-	// AuditPeriod is how often Audit checks each attachment's policy (0:
-	// DefaultAuditPeriod).
+	// AuditPeriod is how often Audit checks each attachment's policy and
+	// QoS rules (0: DefaultAuditPeriod).
 	AuditPeriod time.Duration
+	// CheckQoS, when set, verifies that an interface holds its QoS plan's
+	// rules (qosport.CheckInterface): Audit uses it.
+	CheckQoS func(Item) error
 	// NetPol, when set, adds NetworkPolicy enforcement.
 	NetPol *NetPolicies
 	// Primary, when set, adds NetworkQoS on the pods' primary interface
@@ -182,7 +184,7 @@ type Agent struct {
 	trigger    chan struct{}
 	mu         sync.Mutex
 	guards     map[string][]chan struct{} // sandbox -> its Guards' kernel calls running (closed when they end)
-	applied    map[string]*qos.Plan       // attachment key -> the QoS plan it holds
+	applied    map[string]Item            // attachment key -> the interface as synced, with the QoS plan it holds
 	appliedPol map[string]heldPolicy      // attachment key -> the policy plan it holds
 	logged     map[string]string          // the problems the last sync logged
 	last       []Outcome                  // the last sync's
@@ -199,7 +201,7 @@ func (a *Agent) Outcomes() []Outcome {
 // New returns an agent over its sources.
 func New(claims Claims, networks Networks, policies Policies, pods Pods, peers render.Peers, kernel Kernel) *Agent {
 	return &Agent{claims: claims, networks: networks, policies: policies, pods: pods, peers: peers, kernel: kernel,
-		trigger: make(chan struct{}, 1), applied: map[string]*qos.Plan{}, appliedPol: map[string]heldPolicy{}}
+		trigger: make(chan struct{}, 1), applied: map[string]Item{}, appliedPol: map[string]heldPolicy{}}
 }
 
 // Trigger asks for a sync; triggers that arrive during one coalesce into the

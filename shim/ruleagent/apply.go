@@ -72,7 +72,7 @@ func (a *Agent) syncKernel(live []pending) (qosRes []Result, polRes []podpolicy.
 	var at, polAt []int
 	for i, p := range live {
 		if p.qos != nil {
-			items, at = append(items, Item{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.qos}), append(at, i)
+			items, at = append(items, p.qosItem()), append(at, i)
 		}
 		if p.policy != nil {
 			item := policyItem(p.at, p.policy)
@@ -121,7 +121,7 @@ func (a *Agent) record(p pending, qr Result, pr podpolicy.Result) Outcome {
 			p.out.QoSErr = fmt.Errorf("pod %s interface %s: %w", p.out.Pod, p.out.IfName, qr.Err)
 			p.out.Err = errors.Join(p.out.Err, p.out.QoSErr)
 		} else {
-			a.applied[p.key] = p.qos
+			a.applied[p.key] = p.qosItem()
 		}
 	}
 	if p.policy != nil {

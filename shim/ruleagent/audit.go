@@ -2,6 +2,7 @@ package ruleagent
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -15,17 +16,18 @@ const DefaultAuditPeriod = time.Hour
 // an attachment's policy back, tens of ms on a port of many rules.
 const minAuditGap = time.Second
 
-// Audit checks the attachments' policies against the kernel until ctx
-// ends, one attachment at a time, each once per period (AuditPeriod),
-// checks at least minAuditGap apart. A sync touches only the attachments
-// whose plans changed: a rule or set removed or changed behind netclass's
-// back (an administrator's nft, another agent, a pod with CAP_NET_ADMIN in
-// its own namespace) would stay so until the plan changed. An attachment
-// whose kernel state differs from its record loses the record, and the
-// agent syncs: its policy is read back and put right. It does nothing
-// without NetPol.Check.
+// Audit checks the attachments' policies and QoS rules against the kernel
+// until ctx ends, one attachment at a time, each once per period
+// (AuditPeriod), checks at least minAuditGap apart. A sync touches only the
+// attachments whose plans changed: a rule or set removed or changed behind
+// netclass's back (an administrator's nft, another agent, a pod with
+// CAP_NET_ADMIN in its own namespace) would stay so until the plan
+// changed. An attachment whose kernel state differs from its record loses
+// the record, and the agent syncs: its rules are read back and put right.
+// Policies are checked with NetPol.Check, QoS rules with CheckQoS; it does
+// nothing without either. (The primary interfaces' QoS is not audited.)
 func (a *Agent) Audit(ctx context.Context) {
-	if a.NetPol == nil || a.NetPol.Check == nil {
+	if (a.NetPol == nil || a.NetPol.Check == nil) && a.CheckQoS == nil {
 		return
 	}
 	period := a.AuditPeriod
@@ -55,33 +57,73 @@ func auditGap(period time.Duration, n int) time.Duration {
 	return max(period/time.Duration(n), minAuditGap)
 }
 
+// auditee is a recorded attachment to audit: its policy record, its QoS
+// record (nil: none, or not audited).
+type auditee struct {
+	key string
+	pol *heldPolicy
+	qos *Item
+}
+
 // auditNext checks the recorded attachment whose key follows last (in key
 // order, round robin) and returns its key and how many are recorded.
 func (a *Agent) auditNext(ctx context.Context, last string) (string, int) {
-	a.mu.Lock()
-	keys := make([]string, 0, len(a.appliedPol))
-	for k := range a.appliedPol {
-		keys = append(keys, k)
-	}
-	if len(keys) == 0 {
-		a.mu.Unlock()
+	e, n := a.nextAuditee(last)
+	if n == 0 {
 		return "", 0
 	}
-	slices.Sort(keys)
-	i, _ := slices.BinarySearch(keys, last)
-	if i < len(keys) && keys[i] == last {
-		i++
+	log := klog.FromContext(ctx).WithValues("attachment", e.key)
+	differs := false
+	if e.pol != nil {
+		if err := a.NetPol.Check(e.pol.iface); err != nil && a.forgetPolicy(e.key, *e.pol) {
+			log.Info("NetworkPolicy rules differ from what was applied: syncing them again",
+				"interface", e.pol.iface.IfName, "netns", e.pol.iface.PodNS, "err", err)
+			differs = true
+		}
 	}
-	key := keys[i%len(keys)]
-	held := a.appliedPol[key]
-	a.mu.Unlock()
-	item := held.iface
-	if err := a.NetPol.Check(item); err != nil && a.forgetPolicy(key, held) {
-		klog.FromContext(ctx).Info("NetworkPolicy rules differ from what was applied: syncing them again",
-			"attachment", key, "interface", item.IfName, "netns", item.PodNS, "err", err)
+	if e.qos != nil {
+		if err := a.CheckQoS(*e.qos); err != nil && a.forgetQoS(e.key, *e.qos) {
+			log.Info("NetworkQoS rules differ from what was applied: syncing them again",
+				"interface", e.qos.IfName, "netns", e.qos.PodNS, "err", err)
+			differs = true
+		}
+	}
+	if differs {
 		a.Trigger()
 	}
-	return key, len(keys)
+	return e.key, n
+}
+
+// nextAuditee returns the recorded attachment whose key follows last, and
+// how many are recorded (those with a record Audit checks).
+func (a *Agent) nextAuditee(last string) (auditee, int) {
+	polAudited := a.NetPol != nil && a.NetPol.Check != nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	keys := make([]string, 0, len(a.appliedPol)+len(a.applied))
+	if polAudited {
+		keys = slices.AppendSeq(keys, maps.Keys(a.appliedPol))
+	}
+	if a.CheckQoS != nil {
+		keys = slices.AppendSeq(keys, maps.Keys(a.applied))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
+		return auditee{}, 0
+	}
+	i, found := slices.BinarySearch(keys, last)
+	if found {
+		i++
+	}
+	e := auditee{key: keys[i%len(keys)]}
+	if held, ok := a.appliedPol[e.key]; ok && polAudited {
+		e.pol = &held
+	}
+	if item, ok := a.applied[e.key]; ok && a.CheckQoS != nil {
+		e.qos = &item
+	}
+	return e, len(keys)
 }
 
 // forgetPolicy drops the attachment's record if it is still held (a sync
@@ -93,5 +135,16 @@ func (a *Agent) forgetPolicy(key string, held heldPolicy) bool {
 		return false
 	}
 	delete(a.appliedPol, key)
+	return true
+}
+
+// forgetQoS is forgetPolicy for the attachment's QoS record.
+func (a *Agent) forgetQoS(key string, held Item) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur, ok := a.applied[key]; !ok || cur.Plan != held.Plan {
+		return false
+	}
+	delete(a.applied, key)
 	return true
 }

@@ -96,3 +96,48 @@ func TestAuditGap(t *testing.T) {
 		}
 	}
 }
+
+// QoS rules are audited alike: an attachment whose rules differ loses its
+// QoS record and the next sync syncs it (alone) again; an attachment with
+// both records is one audit, both checked.
+func TestAuditResyncsQoSThatDiffers(t *testing.T) {
+	f := newFixture()
+	f.policies["t1"] = append(f.policies["t1"], webQoS(46))
+	drifted := map[string]bool{"/ns/a": true}
+	var checked []string
+	f.agent.CheckQoS = func(it Item) error {
+		checked = append(checked, it.PodNS)
+		if !it.Plan.NeedsRules() || it.IfName != "net1" {
+			return errors.New("checked without its plan or interface")
+		}
+		if drifted[it.PodNS] {
+			return errors.New("a rule is missing")
+		}
+		return nil
+	}
+	ctx := context.Background()
+	f.agent.Sync(ctx)
+	calls := f.kernel.calls
+	key, n := f.agent.auditNext(ctx, "")
+	if n != 2 || len(checked) != 1 || checked[0] != "/ns/a" {
+		t.Fatalf("first audit: %d recorded, checked %v, want 2 and [/ns/a]", n, checked)
+	}
+	f.agent.Sync(ctx)
+	if f.kernel.calls != calls+1 {
+		t.Fatalf("the sync after the audit synced %d interfaces, want 1 (a's)", f.kernel.calls-calls)
+	}
+	drifted["/ns/a"] = false
+	var polChecked int
+	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
+		Kernel: func(its []podpolicy.Interface) []podpolicy.Result { return make([]podpolicy.Result, len(its)) },
+		Check:  func(podpolicy.Interface) error { polChecked++; return nil }}
+	f.agent.Sync(ctx)
+	calls = f.kernel.calls
+	if _, n := f.agent.auditNext(ctx, key); n != 2 || polChecked != 1 || len(checked) != 2 || checked[1] != "/ns/b" {
+		t.Errorf("audit of b with both records: %d recorded, %d policy checks, QoS checked %v", n, polChecked, checked)
+	}
+	f.agent.Sync(ctx)
+	if f.kernel.calls != calls {
+		t.Errorf("a sync after audits that found nothing synced %d", f.kernel.calls-calls)
+	}
+}

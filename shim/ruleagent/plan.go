@@ -70,6 +70,9 @@ type pending struct {
 	out    Outcome
 }
 
+// qosItem is the attachment's interface for the QoS kernel.
+func (p pending) qosItem() Item { return Item{PodNS: p.at.NetNS, IfName: p.at.IfName, Plan: p.qos} }
+
 // planDevice computes the plans of the device's attached interfaces. The
 // QoS of a device recorded before the agent existed (no qos), or whose
 // network is no longer offered, is left as it is; the policy of every
@@ -238,7 +241,7 @@ func (a *Agent) holds(key string, plan *qos.Plan) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.applied[key]
-	return ok && reflect.DeepEqual(last, plan)
+	return ok && reflect.DeepEqual(last.Plan, plan)
 }
 
 func (a *Agent) forgetUnseen(seen map[string]bool) {
