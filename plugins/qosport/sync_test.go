@@ -21,18 +21,7 @@ func plan(dscp int) *qos.Plan {
 // and one whose veth's host end is not in a bridge (its rules in the pod):
 // synced together, each holds its plan, and an edit reaches them all.
 func TestSyncInterfaces(t *testing.T) {
-	host := nstest.New(t)
-	host.Bridge(t, "br0")
-	var ifs []Interface
-	for i := range 3 {
-		pod := nstest.New(t)
-		hostIf := fmt.Sprintf("h%d", i)
-		nstest.Veth(t, pod, "net1", "", host, hostIf, "")
-		if i < 2 {
-			host.Bridge(t, "br0", hostIf)
-		}
-		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "net1"})
-	}
+	host, ifs := podsOn(t, 3, 2)
 	for round, dscp := range []int{18, 20, 20} {
 		for i := range ifs {
 			ifs[i].Plan = plan(dscp)
@@ -62,6 +51,24 @@ func TestSyncInterfaces(t *testing.T) {
 	}
 }
 
+// podsOn makes a host with bridge br0 and n pods, each net1 a veth whose
+// host end is h<i>, the first bridged of them ports of br0.
+func podsOn(t *testing.T, n, bridged int) (*nstest.NS, []Interface) {
+	host := nstest.New(t)
+	host.Bridge(t, "br0")
+	var ifs []Interface
+	for i := range n {
+		pod := nstest.New(t)
+		hostIf := fmt.Sprintf("h%d", i)
+		nstest.Veth(t, pod, "net1", "", host, hostIf, "")
+		if i < bridged {
+			host.Bridge(t, "br0", hostIf)
+		}
+		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "net1"})
+	}
+	return host, ifs
+}
+
 func podHasRules(podNS string) (bool, error) {
 	var has bool
 	err := nft.InNamespace(podNS, func(c *nftables.Conn) error {
@@ -76,17 +83,9 @@ func podHasRules(podNS string) (bool, error) {
 // changed behind netclass's back (a port's chain flushed, a pod's table
 // deleted); a sync that reads them back puts them right.
 func TestCheckInterfaceFindsRulesChangedBehindItsBack(t *testing.T) {
-	host := nstest.New(t)
-	host.Bridge(t, "br0")
-	var ifs []Interface
-	for i := range 2 {
-		pod := nstest.New(t)
-		hostIf := fmt.Sprintf("h%d", i)
-		nstest.Veth(t, pod, "net1", "", host, hostIf, "")
-		if i == 0 {
-			host.Bridge(t, "br0", hostIf)
-		}
-		ifs = append(ifs, Interface{PodNS: pod.Path, IfName: "net1", Plan: plan(18)})
+	host, ifs := podsOn(t, 2, 1)
+	for i := range ifs {
+		ifs[i].Plan = plan(18)
 	}
 	sync := func() {
 		t.Helper()

@@ -19,23 +19,13 @@ import (
 func TestAuditResyncsWhatDiffers(t *testing.T) {
 	f := newFixture()
 	var synced []podpolicy.Interface
-	drifted := map[string]bool{"/ns/a": true}
-	var checked []string
+	d := &drifts{drifted: map[string]bool{"/ns/a": true}}
 	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
 		Kernel: func(its []podpolicy.Interface) []podpolicy.Result {
 			synced = append(synced, its...)
 			return make([]podpolicy.Result, len(its))
 		},
-		Check: func(f podpolicy.Interface) error {
-			checked = append(checked, f.PodNS)
-			if f.Plan == nil || f.IfName != "net1" {
-				return errors.New("checked without its plan or interface")
-			}
-			if drifted[f.PodNS] {
-				return errors.New("a set is missing")
-			}
-			return nil
-		}}
+		Check: func(f podpolicy.Interface) error { return d.check(f.PodNS, f.IfName, f.Plan != nil) }}
 	ctx := context.Background()
 	f.agent.Sync(ctx)
 	triggered := func() bool {
@@ -47,19 +37,19 @@ func TestAuditResyncsWhatDiffers(t *testing.T) {
 		}
 	}
 	keyA, n := f.agent.auditNext(ctx, "")
-	if n != 2 || len(checked) != 1 || checked[0] != "/ns/a" || !triggered() {
-		t.Fatalf("first audit: %d recorded, checked %v, want 2, [/ns/a] and a trigger", n, checked)
+	if n != 2 || len(d.checked) != 1 || d.checked[0] != "/ns/a" || !triggered() {
+		t.Fatalf("first audit: %d recorded, checked %v, want 2, [/ns/a] and a trigger", n, d.checked)
 	}
 	synced = nil
 	f.agent.Sync(ctx)
 	if len(synced) != 1 || synced[0].PodNS != "/ns/a" || synced[0].Prev != nil {
 		t.Fatalf("the sync after the audit synced %+v, want /ns/a alone, read back", synced)
 	}
-	drifted["/ns/a"] = false
+	d.drifted["/ns/a"] = false
 	keyB, _ := f.agent.auditNext(ctx, keyA)
 	again, _ := f.agent.auditNext(ctx, keyB)
-	if checked[1] != "/ns/b" || checked[2] != "/ns/a" || again != keyA || triggered() {
-		t.Errorf("audits after: checked %v (want /ns/b then /ns/a again), no trigger", checked)
+	if d.checked[1] != "/ns/b" || d.checked[2] != "/ns/a" || again != keyA || triggered() {
+		t.Errorf("audits after: checked %v (want /ns/b then /ns/a again), no trigger", d.checked)
 	}
 	synced = nil
 	f.agent.Sync(ctx)
@@ -103,41 +93,49 @@ func TestAuditGap(t *testing.T) {
 func TestAuditResyncsQoSThatDiffers(t *testing.T) {
 	f := newFixture()
 	f.policies["t1"] = append(f.policies["t1"], webQoS(46))
-	drifted := map[string]bool{"/ns/a": true}
-	var checked []string
-	f.agent.CheckQoS = func(it Item) error {
-		checked = append(checked, it.PodNS)
-		if !it.Plan.NeedsRules() || it.IfName != "net1" {
-			return errors.New("checked without its plan or interface")
-		}
-		if drifted[it.PodNS] {
-			return errors.New("a rule is missing")
-		}
-		return nil
-	}
+	d := &drifts{drifted: map[string]bool{"/ns/a": true}}
+	f.agent.CheckQoS = func(it Item) error { return d.check(it.PodNS, it.IfName, it.Plan.NeedsRules()) }
 	ctx := context.Background()
 	f.agent.Sync(ctx)
 	calls := f.kernel.calls
 	key, n := f.agent.auditNext(ctx, "")
-	if n != 2 || len(checked) != 1 || checked[0] != "/ns/a" {
-		t.Fatalf("first audit: %d recorded, checked %v, want 2 and [/ns/a]", n, checked)
+	if n != 2 || len(d.checked) != 1 || d.checked[0] != "/ns/a" {
+		t.Fatalf("first audit: %d recorded, checked %v, want 2 and [/ns/a]", n, d.checked)
 	}
 	f.agent.Sync(ctx)
 	if f.kernel.calls != calls+1 {
 		t.Fatalf("the sync after the audit synced %d interfaces, want 1 (a's)", f.kernel.calls-calls)
 	}
-	drifted["/ns/a"] = false
+	d.drifted["/ns/a"] = false
 	var polChecked int
 	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
 		Kernel: func(its []podpolicy.Interface) []podpolicy.Result { return make([]podpolicy.Result, len(its)) },
 		Check:  func(podpolicy.Interface) error { polChecked++; return nil }}
 	f.agent.Sync(ctx)
 	calls = f.kernel.calls
-	if _, n := f.agent.auditNext(ctx, key); n != 2 || polChecked != 1 || len(checked) != 2 || checked[1] != "/ns/b" {
-		t.Errorf("audit of b with both records: %d recorded, %d policy checks, QoS checked %v", n, polChecked, checked)
+	if _, n := f.agent.auditNext(ctx, key); n != 2 || polChecked != 1 || len(d.checked) != 2 || d.checked[1] != "/ns/b" {
+		t.Errorf("audit of b with both records: %d recorded, %d policy checks, QoS checked %v", n, polChecked, d.checked)
 	}
 	f.agent.Sync(ctx)
 	if f.kernel.calls != calls {
 		t.Errorf("a sync after audits that found nothing synced %d", f.kernel.calls-calls)
 	}
+}
+
+// drifts is an audit's fake check: it records the namespaces checked and
+// fails those drifted, and a check without a plan or of another interface.
+type drifts struct {
+	drifted map[string]bool
+	checked []string
+}
+
+func (d *drifts) check(podNS, ifname string, planned bool) error {
+	d.checked = append(d.checked, podNS)
+	if !planned || ifname != "net1" {
+		return errors.New("checked without its plan or interface")
+	}
+	if d.drifted[podNS] {
+		return errors.New("its rules differ")
+	}
+	return nil
 }
