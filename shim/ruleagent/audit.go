@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -24,8 +25,8 @@ const minAuditGap = time.Second
 // CAP_NET_ADMIN in its own namespace) would stay so until the plan
 // changed. An attachment whose kernel state differs from its record loses
 // the record, and the agent syncs: its rules are read back and put right.
-// Policies are checked with NetPol.Check, QoS rules with CheckQoS; it does
-// nothing without either. (The primary interfaces' QoS is not audited.)
+// Policies are checked with NetPol.Check, QoS rules (the pods' primary
+// interfaces' too) with CheckQoS; it does nothing without either.
 func (a *Agent) Audit(ctx context.Context) {
 	if (a.NetPol == nil || a.NetPol.Check == nil) && a.CheckQoS == nil {
 		return
@@ -58,12 +59,18 @@ func auditGap(period time.Duration, n int) time.Duration {
 }
 
 // auditee is a recorded attachment to audit: its policy record, its QoS
-// record (nil: none, or not audited).
+// record (nil: none, or not audited); primary: a sandbox's primary
+// interface (its QoS record is the Primary's).
 type auditee struct {
-	key string
-	pol *heldPolicy
-	qos *Item
+	key     string
+	pol     *heldPolicy
+	qos     *Item
+	primary bool
 }
+
+// primaryAuditKey keeps the primary interfaces' keys apart from the
+// attachments' in the audit's order.
+const primaryAuditKey = "primary/"
 
 // auditNext checks the recorded attachment whose key follows last (in key
 // order, round robin) and returns its key and how many are recorded.
@@ -82,7 +89,7 @@ func (a *Agent) auditNext(ctx context.Context, last string) (string, int) {
 		}
 	}
 	if e.qos != nil {
-		if err := a.CheckQoS(*e.qos); err != nil && a.forgetQoS(e.key, *e.qos) {
+		if err := a.CheckQoS(*e.qos); err != nil && a.forgetQoS(e, *e.qos) {
 			log.Info("NetworkQoS rules differ from what was applied: syncing them again",
 				"interface", e.qos.IfName, "netns", e.qos.PodNS, "err", err)
 			differs = true
@@ -97,33 +104,44 @@ func (a *Agent) auditNext(ctx context.Context, last string) (string, int) {
 // nextAuditee returns the recorded attachment whose key follows last, and
 // how many are recorded (those with a record Audit checks).
 func (a *Agent) nextAuditee(last string) (auditee, int) {
-	polAudited := a.NetPol != nil && a.NetPol.Check != nil
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	keys := make([]string, 0, len(a.appliedPol)+len(a.applied))
-	if polAudited {
-		keys = slices.AppendSeq(keys, maps.Keys(a.appliedPol))
-	}
-	if a.CheckQoS != nil {
-		keys = slices.AppendSeq(keys, maps.Keys(a.applied))
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	if len(keys) == 0 {
+	recs := a.auditRecords()
+	if len(recs) == 0 {
 		return auditee{}, 0
 	}
+	keys := slices.Sorted(maps.Keys(recs))
 	i, found := slices.BinarySearch(keys, last)
 	if found {
 		i++
 	}
-	e := auditee{key: keys[i%len(keys)]}
-	if held, ok := a.appliedPol[e.key]; ok && polAudited {
-		e.pol = &held
+	return recs[keys[i%len(keys)]], len(keys)
+}
+
+// auditRecords gathers the records Audit checks, by key.
+func (a *Agent) auditRecords() map[string]auditee {
+	recs := map[string]auditee{}
+	entry := func(key string) auditee { e := recs[key]; e.key = key; return e }
+	a.mu.Lock()
+	if a.NetPol != nil && a.NetPol.Check != nil {
+		for key, held := range a.appliedPol {
+			e := entry(key)
+			e.pol = &held
+			recs[key] = e
+		}
 	}
-	if item, ok := a.applied[e.key]; ok && a.CheckQoS != nil {
-		e.qos = &item
+	if a.CheckQoS != nil {
+		for key, item := range a.applied {
+			e := entry(key)
+			e.qos = &item
+			recs[key] = e
+		}
 	}
-	return e, len(keys)
+	a.mu.Unlock()
+	if a.CheckQoS != nil && a.Primary != nil {
+		for key, item := range a.Primary.audited() {
+			recs[primaryAuditKey+key] = auditee{key: primaryAuditKey + key, qos: &item, primary: true}
+		}
+	}
+	return recs
 }
 
 // forgetPolicy drops the attachment's record if it is still held (a sync
@@ -138,8 +156,13 @@ func (a *Agent) forgetPolicy(key string, held heldPolicy) bool {
 	return true
 }
 
-// forgetQoS is forgetPolicy for the attachment's QoS record.
-func (a *Agent) forgetQoS(key string, held Item) bool {
+// forgetQoS is forgetPolicy for the attachment's QoS record (for a primary
+// interface: marks it unknown).
+func (a *Agent) forgetQoS(e auditee, held Item) bool {
+	if e.primary {
+		return a.Primary.forget(strings.TrimPrefix(e.key, primaryAuditKey), held.Plan)
+	}
+	key := e.key
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cur, ok := a.applied[key]; !ok || cur.Plan != held.Plan {

@@ -60,10 +60,13 @@ type Primary struct {
 	known bool
 }
 
-// primaryState is what a sandbox's primary interface holds.
+// primaryState is what a sandbox's primary interface holds, and where:
+// its pod's namespace, its host end. An audit that found its rules
+// changed marks it unknown: the next sync syncs it whatever its plan.
 type primaryState struct {
-	hostIf string
-	plan   *qos.Plan
+	netns, hostIf string
+	plan          *qos.Plan
+	unknown       bool
 }
 
 // NewPrimary returns the primary network's part of the agent.
@@ -158,7 +161,7 @@ func (a *Agent) primaryPlan(sb sandboxes.Sandbox, pod *corev1.Pod) (pend primary
 // holds reports whether the sandbox's primary interface holds the plan.
 func (p *Primary) holds(key string, plan *qos.Plan) bool {
 	st, ok := p.held[key]
-	return ok && reflect.DeepEqual(st.plan, plan)
+	return ok && !st.unknown && reflect.DeepEqual(st.plan, plan)
 }
 
 // applyPrimary syncs the pending primary interfaces in one kernel call,
@@ -211,7 +214,7 @@ func (p *Primary) record(ctx context.Context, t primaryPending, hostIf string, r
 	case r.Err != nil: // a pod nothing selects, synced once after the start
 		klog.FromContext(ctx).V(2).Info("Primary interface not checked", "pod", t.out.Pod, "err", r.Err)
 	case t.plan.NeedsRules():
-		p.held[t.key] = primaryState{hostIf: hostIf, plan: t.plan}
+		p.held[t.key] = primaryState{netns: t.netns, hostIf: hostIf, plan: t.plan}
 	default:
 		delete(p.held, t.key)
 	}
@@ -301,4 +304,32 @@ func (a *Agent) GuardPrimary(ctx context.Context, sb sandboxes.Sandbox, pod *cor
 			"pod", klog.KObj(pod), "interface", PrimaryIfName, "networkQoS", out.Selected)
 	}
 	return out.Err
+}
+
+// audited lists the primary interfaces holding rules, as Items to check.
+func (p *Primary) audited() map[string]Item {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]Item, len(p.held))
+	for key, st := range p.held {
+		if !st.unknown {
+			out[key] = Item{PodNS: st.netns, IfName: PrimaryIfName, Plan: st.plan, HostIngress: true}
+		}
+	}
+	return out
+}
+
+// forget marks what the sandbox's primary interface holds unknown, if it
+// still holds plan (the record stays: the rules on its host end go with
+// the pod).
+func (p *Primary) forget(key string, plan *qos.Plan) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.held[key]
+	if !ok || st.unknown || st.plan != plan {
+		return false
+	}
+	st.unknown = true
+	p.held[key] = st
+	return true
 }

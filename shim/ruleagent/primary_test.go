@@ -254,3 +254,45 @@ func TestGuardPrimaryDoesNotWaitForASync(t *testing.T) {
 		t.Errorf("the next sync made %d kernel calls: e's rules were lost or not recorded", f.kernel.calls-calls)
 	}
 }
+
+// The audit checks the primary interfaces holding rules as the host-end
+// ingress items their syncs are; one that differs is synced again at the
+// next sync (alone), its host end still known when its pod goes.
+func TestAuditChecksPrimaryInterfaces(t *testing.T) {
+	f := newPrimaryFixture()
+	f.policies["t1"] = []*ncv1.NetworkQoS{primaryQoS(20)}
+	d := &drifts{drifted: map[string]bool{"/ns/c": true}}
+	var items []Item
+	f.agent.CheckQoS = func(it Item) error {
+		items = append(items, it)
+		if it.IfName == PrimaryIfName && !it.HostIngress {
+			return fmt.Errorf("primary %s checked as an attachment", it.PodNS)
+		}
+		return d.check(it.PodNS, "net1", it.Plan.NeedsRules())
+	}
+	ctx := context.Background()
+	f.agent.Sync(ctx)
+	last, n := f.agent.auditNext(ctx, "")
+	for range n - 1 {
+		last, _ = f.agent.auditNext(ctx, last)
+	}
+	var primaries []string
+	for _, it := range items {
+		if it.IfName == PrimaryIfName {
+			primaries = append(primaries, it.PodNS)
+		}
+	}
+	if n != 4 || !slices.Equal(primaries, []string{"/ns/a", "/ns/c"}) {
+		t.Fatalf("%d recorded, primary interfaces checked %v, want 4 (a, b's attachments; a, c's eth0) and [/ns/a /ns/c]", n, primaries)
+	}
+	calls := f.kernel.calls
+	f.agent.Sync(ctx)
+	if f.kernel.calls != calls+1 || f.kernel.plans["/ns/c/eth0"] == nil {
+		t.Fatalf("the sync after the audit synced %d interfaces, want c's eth0 alone", f.kernel.calls-calls)
+	}
+	f.sandboxes = f.sandboxes[:2] // c goes
+	f.agent.Sync(ctx)
+	if !slices.Contains(f.removed, "veth-c") {
+		t.Errorf("c's host end rules were not removed when it went: removed %v", f.removed)
+	}
+}
