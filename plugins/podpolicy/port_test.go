@@ -84,7 +84,8 @@ func TestSyncPutsABridgedPortsPolicyOnTheHost(t *testing.T) {
 }
 
 // A new port no policy selects (it holds none, and is to hold none) is
-// opened, its guard kept, without the node's policy tables.
+// opened, its guard kept, and no policy table is made for it (that such a
+// sync reads no table is nft's TestHostPolicyNoneToNoneReadsNothing).
 func TestSyncOpensANewPortNoPolicySelects(t *testing.T) {
 	host, a := nstest.New(t), nstest.New(t)
 	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")

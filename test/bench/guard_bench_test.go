@@ -32,8 +32,9 @@ func BenchmarkNetworkPolicyNewPort100Pods50Policies(b *testing.B) {
 	host, src, _ := polNode(b)
 	agent := ruleagent.New(src, src, src, src, src, noQoS)
 	agent.NetPol = &ruleagent.NetPolicies{Kernel: inHost(host, podpolicy.Sync), Peers: src, List: src.list}
-	if _, outs := runAgent(b, agent); firstSync(outs) != nil {
-		b.Fatal(firstSync(outs))
+	_, outs := runAgent(b, agent)
+	if err := firstSync(outs); err != nil {
+		b.Fatal(err)
 	}
 	var selected, unselected []time.Duration
 	b.ResetTimer()
