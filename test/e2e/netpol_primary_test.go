@@ -63,6 +63,9 @@ func TestPrimaryEngineBesideNetclass(t *testing.T) {
 	for _, k := range []string{kindUnlabelled, kindLabelled, kindMulti, kindIgnored} {
 		t.Logf("%-42s probes closed by it, summed over the rows: eth0 %d, net1 %d", k, measured[k][0], measured[k][1])
 	}
+	if len(pb.differed) > 0 { // said again last: a long log may be cut in its middle
+		t.Errorf("%d rows' confirming rounds differed:\n%s", len(pb.differed), strings.Join(pb.differed, "\n"))
+	}
 }
 
 const (
@@ -187,6 +190,8 @@ type primaryBed struct {
 	open map[string]bool
 	// primary: the NetworkPolicies on the API server, whatever their label.
 	primary []*networkingv1.NetworkPolicy
+	// differed: the rows whose confirming round differed, and how.
+	differed []string
 }
 
 var primaryPorts = []struct {
@@ -266,6 +271,7 @@ func (pb *primaryBed) step(t *testing.T, v primaryVariant) [2]int {
 		})
 	took := time.Since(written)
 	if wrong := pb.wrong(t, want); len(wrong) > 0 {
+		pb.differed = append(pb.differed, fmt.Sprintf("%s: %s", what, strings.Join(wrong, "; ")))
 		t.Errorf("%s: the next round of probes differs: %s", what, strings.Join(wrong, "; "))
 	}
 	t.Logf("%-82s closes eth0 %d, net1 %d: every probe as the oracle says in the round ended %v after the write (a round waits 1 s for the closed ones)",

@@ -160,10 +160,11 @@ func (l *Listeners) waitInit(ctx context.Context, tag uint32) bool {
 // ProbeTimeout is closed; any other failure (refused, unreachable) is an
 // error: every probed port has a listener.
 func Probe(nsPath string, proto corev1.Protocol, addr netip.Addr, port int, server *Listeners) (open bool, err error) {
+	if proto == corev1.ProtocolTCP {
+		return probeTCP(nsPath, addr, port)
+	}
 	err = ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
 		switch proto {
-		case corev1.ProtocolTCP:
-			open, err = probeTCP(addr, port)
 		case corev1.ProtocolUDP:
 			open, err = probeUDP(addr, port)
 		case corev1.ProtocolSCTP:
@@ -176,17 +177,53 @@ func Probe(nsPath string, proto corev1.Protocol, addr netip.Addr, port int, serv
 	return open, err
 }
 
-func probeTCP(addr netip.Addr, port int) (bool, error) {
-	c, err := net.DialTimeout("tcp", netip.AddrPortFrom(addr, uint16(port)).String(), ProbeTimeout)
-	if err == nil {
-		c.Close()
-		return true, nil
+// tcpTries bounds the connection attempts of one TCP probe.
+const tcpTries = 4
+
+// probeTCP connects from the namespace at nsPath. The kernel sends a SYN
+// again only after its initial RTO (a second, ProbeTimeout), so one lost
+// SYN would read as a closed port: like the UDP and SCTP probes, it tries
+// again every quarter of ProbeTimeout, from a new socket, while the earlier
+// tries still wait. The first connection made answers. Each try enters the
+// namespace on its own goroutine (a namespace is a thread's).
+func probeTCP(nsPath string, addr netip.Addr, port int) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
+	defer cancel()
+	target := netip.AddrPortFrom(addr, uint16(port)).String()
+	results := make(chan error, tcpTries)
+	try := func() {
+		results <- ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", target)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false, nil
+	tick := time.NewTicker(ProbeTimeout / tcpTries)
+	defer tick.Stop()
+	go try()
+	for started, pending := 1, 1; pending > 0; {
+		select {
+		case err := <-results:
+			pending--
+			var ne net.Error
+			switch {
+			case err == nil:
+				return true, nil
+			case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+			default:
+				return false, err
+			}
+		case <-tick.C:
+			if started < tcpTries && ctx.Err() == nil {
+				started++
+				pending++
+				go try()
+			}
+		}
 	}
-	return false, err
+	return false, nil
 }
 
 func probeUDP(addr netip.Addr, port int) (bool, error) {

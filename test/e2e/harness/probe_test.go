@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +56,33 @@ func TestProbesSeeWhatPasses(t *testing.T) {
 	egress := &netpol.Plan{Egress: plan.Ingress}
 	isolate(t, client, egress)
 	check("isolated both ways", true)
+}
+
+// A lost SYN does not close a TCP probe (the kernel would send it again
+// only after ProbeTimeout): with every other SYN to port 80 dropped, each
+// of six probes loses its first and connects with its next.
+func TestTCPProbeOutlivesALostSYN(t *testing.T) {
+	client, server := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, client, "net1", "10.99.0.1/24", server, "net1", "10.99.0.2/24")
+	l := Listen(t, server.Path, []int{80}, nil)
+	addr := netip.MustParseAddr("10.99.0.2")
+	deadline := time.Now().Add(10 * time.Second) // the new link may not carry yet
+	for open, err := Probe(client.Path, corev1.ProtocolTCP, addr, 80, l); !open; open, err = Probe(client.Path, corev1.ProtocolTCP, addr, 80, l) {
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the path between the namespaces never answered (%v)", err)
+		}
+	}
+	server.Output(t, "nft", "add table inet lossy; add chain inet lossy in { type filter hook input priority 0; };"+
+		" add rule inet lossy in tcp dport 80 tcp flags syn numgen inc mod 2 == 0 counter drop")
+	const probes = 6
+	for i := range probes {
+		if open, err := Probe(client.Path, corev1.ProtocolTCP, addr, 80, l); err != nil || !open {
+			t.Fatalf("probe %d: open=%v (%v), want open", i, open, err)
+		}
+	}
+	if got, want := server.Output(t, "nft", "list", "chain", "inet", "lossy", "in"), fmt.Sprintf("counter packets %d ", probes); !strings.Contains(got, want) {
+		t.Fatalf("the chain dropped other than one SYN of each probe (want %q):\n%s", want, got)
+	}
 }
 
 // isolate gives the namespace's net1 the policy plan.
