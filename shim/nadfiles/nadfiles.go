@@ -25,12 +25,16 @@ import (
 // <its stateDir>/nad: the two must meet).
 type Dir struct {
 	Path string
+	// AgentDir is the plugins' record store netclass-dra's agent covers
+	// (--foreign-record-dir; "": none): a list keeping its records there
+	// starts its ports closed, for the agent to open (render.NADConfList).
+	AgentDir string
 }
 
 // Want renders the files the networks call for, by file name. SR-IOV
 // networks have none: a VF is allocated to a claim, which a NAD cannot ask
 // for. A network that does not render is left out, its problem returned.
-func Want(nets []network.Network) (map[string][]byte, error) {
+func Want(nets []network.Network, agentDir string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	var errs []error
 	for _, n := range nets {
@@ -38,7 +42,7 @@ func Want(nets []network.Network) (map[string][]byte, error) {
 			continue
 		}
 		ref := nadfile.Ref{Namespace: n.Ref.Namespace, Name: n.Ref.Name}
-		list, err := render.NADConfList(n)
+		list, err := render.NADConfList(n, agentDir)
 		var b []byte
 		if err == nil {
 			b, err = nadfile.Encode(ref, list)
@@ -53,7 +57,7 @@ func Want(nets []network.Network) (map[string][]byte, error) {
 
 // Sync makes the directory hold exactly the networks' files.
 func (d Dir) Sync(nets []network.Network) error {
-	want, err := Want(nets)
+	want, err := Want(nets, d.AgentDir)
 	errs := []error{err}
 	dir := d.Path
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -77,3 +77,48 @@ func TestSync(t *testing.T) {
 		t.Errorf("with a network that does not render: files %v", got)
 	}
 }
+
+// A list whose records the agent reads starts its ports closed (the agent
+// opens them once their policy is in place); one keeping its records
+// elsewhere, or with no agent reading any, starts them open.
+func TestSyncStartsClosedWhereTheAgentReads(t *testing.T) {
+	own := net("blue", "own", "netclass-bridge")
+	own.Config = json.RawMessage(`{"cniVersion":"1.1.0","name":"x","type":"netclass-bridge","bridge":"b0","dataDir":"/srv/records"}`)
+	for _, c := range []struct {
+		name     string
+		agentDir string
+		net      network.Network
+		closed   bool
+	}{
+		{"the agent reads the default store", "/var/lib/cni/netclass", net("blue", "vx", "netclass-bridge"), true},
+		{"no agent", "", net("blue", "vx", "netclass-bridge"), false},
+		{"the network keeps its records elsewhere", "/var/lib/cni/netclass", own, false},
+		{"the agent reads that store", "/srv/records/", own, true},
+	} {
+		state := t.TempDir()
+		d := Dir{Path: filepath.Join(state, nadfile.Subdir), AgentDir: c.agentDir}
+		if err := d.Sync([]network.Network{c.net}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ref := nadfile.Ref{Namespace: c.net.Ref.Namespace, Name: c.net.Ref.Name}
+		b, err := os.ReadFile(nadfile.Path(state, ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := nadfile.Parse(b, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Plugins []struct {
+				PortSecurity struct{ SpoofCheck, StartClosed bool } `json:"portSecurity"`
+			}
+		}
+		if err := json.Unmarshal(f.ConfList, &list); err != nil || len(list.Plugins) == 0 {
+			t.Fatalf("%s: %s: %v", c.name, f.ConfList, err)
+		}
+		if ps := list.Plugins[0].PortSecurity; ps.StartClosed != c.closed || !ps.SpoofCheck {
+			t.Errorf("%s: portSecurity %+v, want startClosed %v and spoofCheck", c.name, ps, c.closed)
+		}
+	}
+}

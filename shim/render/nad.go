@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
 	"github.com/netclass-dev/netclass/conf/nadfile"
 	"github.com/netclass-dev/netclass/shim/network"
@@ -16,11 +17,15 @@ import (
 //     claims', so netclass-dra's CNI GC (which knows only its claims) never
 //     removes them; host-local's reservations stay shared with the claims'
 //     (the same node block, no address handed out twice);
-//   - its port is open from the start (spoof checks stay): netclass-dra opens
-//     only the ports of its claims;
+//   - its port passes nothing until netclass-dra's agent has put its
+//     policy in place and opened it, as a claim's (startClosed), when the
+//     agent covers the attachment: agentDir, the plugins' record store the
+//     agent reads ("": none), is where the list keeps its records. Otherwise
+//     nothing would open it, and it is open from the start (spoof checks
+//     stay);
 //   - it declares the capabilities a runtime such as Multus fills in: qos and
 //     bandwidth always, mac and ips when the network allows static addresses.
-func NADConfList(n network.Network) ([]byte, error) {
+func NADConfList(n network.Network, agentDir string) ([]byte, error) {
 	b, err := ConfList(Input{Network: n})
 	if err != nil {
 		return nil, err
@@ -38,6 +43,9 @@ func NADConfList(n network.Network) ([]byte, error) {
 		main["dataDir"] = nadfile.DataDir
 	}
 	main["portSecurity"] = map[string]any{"spoofCheck": true}
+	if dir, _ := main["dataDir"].(string); agentDir != "" && filepath.Clean(dir) == filepath.Clean(agentDir) {
+		setPortSecurity(main)
+	}
 	caps, _ := main["capabilities"].(map[string]any)
 	if caps == nil {
 		caps = map[string]any{}

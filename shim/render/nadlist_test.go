@@ -7,21 +7,26 @@ import (
 
 func TestNADConfList(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		extra  string
-		static bool
-		want   string
+		name     string
+		extra    string
+		static   bool
+		agentDir string
+		want     string
 	}{
-		{"defaults", "", false,
+		{"defaults", "", false, "",
 			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
-		{"static addresses allowed", "", true,
+		{"static addresses allowed", "", true, "",
 			`{"capabilities":{"bandwidth":true,"ips":true,"mac":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
-		{"the network's own dataDir and qos", `"dataDir":"/srv/x","qos":{"dscp":8},`, false,
+		{"the network's own dataDir and qos", `"dataDir":"/srv/x","qos":{"dscp":8},`, false, "",
 			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/srv/x","portSecurity":{"spoofCheck":true},"qos":{"dscp":8}}`},
+		{"the agent covers the records: closed until it opens", "", false, "/var/lib/cni/netclass",
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true,"startClosed":true}}`},
+		{"the agent covers another store: open", `"dataDir":"/srv/x",`, false, "/var/lib/cni/netclass",
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/srv/x","portSecurity":{"spoofCheck":true}}`},
 	} {
 		n := bridgeNet(c.extra)
 		n.AllowStaticAddresses = c.static
-		b, err := NADConfList(n)
+		b, err := NADConfList(n, c.agentDir)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

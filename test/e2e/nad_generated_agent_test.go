@@ -68,6 +68,56 @@ func TestGeneratedNADUnderSeedQoSAndPolicies(t *testing.T) {
 	server, client := genAttached(t, e, n1, ns, "server"), genAttached(t, e, n2, ns, "client")
 	genSeedQoS(t, e, ns, n1, n2, server, client)
 	genPolicyRows(t, e, ns, server, client)
+	genFromTheFirstPacket(t, e, n1, ns, server)
+}
+
+// genFromTheFirstPacket: a pod attached through the generated NAD is under
+// its policy from its first packet, as a claim's is: the rendered list
+// starts the port closed (netclass-bridge closes it in its ADD) and the
+// agent opens it once the policy is in place. nft monitor, from before the
+// pod, must show the port's host end added to the guard's closed set and
+// later deleted from it; without the closed start it is never in the set,
+// and the port passes everything until the agent's first sync of the
+// attachment (its network-status read, after the ADD). The pod's container
+// connects to the server over net1 as the first thing it does: closed (an
+// egress-deny policy was there before the pod); and open once the policy
+// is gone. genPolicyRows's listeners on the server answer until the test
+// ends. The pod is on node 1, whose network namespace is the test's.
+func genFromTheFirstPacket(t *testing.T, e *harness.Env, n bed.Node, ns string, server *genPod) {
+	t.Helper()
+	if !n.Primary() {
+		t.Fatalf("node %s is not in the test's network namespace: nft monitor would not see its guard", n.Name)
+	}
+	b := &polBed{written: map[string]bool{}, network: "storage"}
+	b.apply(t, e, pols(np(ns, "late-deny", map[string]string{"app": "late"}, egressOnly)))
+	mon := startNFTMonitor(t)
+	late := testbed.OnNode(testbed.Pod(ns, "late", "sh", "-c", fmt.Sprintf(
+		"if nc -w 2 %s 80 </dev/null; then echo open; else echo closed; fi >/tmp/first; exec sleep 3600", server.addr)), n.Name)
+	late.Labels = map[string]string{"app": "late"}
+	late.Annotations = map[string]string{nad.AnnotationNetworks: "storage"}
+	e.RunPods(t, late)
+	var first string
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's first connection answered or not",
+		func(ctx context.Context) (bool, string, error) {
+			out, stderr, err := testbed.Exec(ctx, e.Rest, ns, "late", "main", "cat", "/tmp/first")
+			first = strings.TrimSpace(out)
+			return err == nil && first != "", stderr, nil
+		})
+	if first != "closed" {
+		t.Errorf("the first connection over a generated NAD of a pod whose egress a policy denies was %s", first)
+	}
+	b.apply(t, e, nil)
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's connection open without the policy",
+		func(ctx context.Context) (bool, string, error) {
+			out, stderr, err := testbed.Exec(ctx, e.Rest, ns, "late", "main", "nc", "-w", "2", server.addr.String(), "80")
+			return err == nil, out + stderr, nil
+		})
+	rec := genRecord(t, n, ns, e.MustIface(t, ns, "late", "net1").CIDRs[0])
+	if closed, opened := guardClosedThenOpened(mon.stop(), rec.HostIf); !closed || !opened {
+		t.Fatalf("port %s of the late pod: closed at its ADD %v, opened by the agent later %v; want both", rec.HostIf, closed, opened)
+	}
+	t.Logf("a pod attached through the generated NAD: port %s closed at its ADD and opened by the agent; under an egress-deny policy its first connection %s; open once the policy went",
+		rec.HostIf, first)
 }
 
 // genStorageNetwork makes the VXLAN Network "storage" labelled

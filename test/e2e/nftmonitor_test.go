@@ -1,0 +1,94 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// nftMonitor records what `nft monitor` reports in the test process's
+// network namespace (node 1's, the host's) from its start until stop.
+type nftMonitor struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{}
+}
+
+// startNFTMonitor starts `nft monitor` and returns once it reports: a
+// marker table of the test's own, added and deleted, has been seen.
+func startNFTMonitor(t *testing.T) *nftMonitor {
+	t.Helper()
+	m := &nftMonitor{cmd: exec.Command("nft", "monitor"), done: make(chan struct{})}
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("nft monitor: %v", err)
+	}
+	t.Cleanup(func() { m.stop() })
+	go func() {
+		defer close(m.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			m.mu.Lock()
+			m.lines = append(m.lines, sc.Text())
+			m.mu.Unlock()
+		}
+	}()
+	marker := "e2e_monitor_" + harness.Unique(6)
+	testbed.Poll(t, testbed.Context(t, 30*time.Second), 100*time.Millisecond, "nft monitor reporting", func(context.Context) (bool, string, error) {
+		if out, err := exec.Command("nft", "add table inet "+marker+"; delete table inet "+marker).CombinedOutput(); err != nil {
+			return false, "", fmt.Errorf("marker table: %v: %s", err, out)
+		}
+		return slices.Contains(m.seen(), "add table inet "+marker), "", nil
+	})
+	return m
+}
+
+func (m *nftMonitor) seen() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.lines)
+}
+
+// stop ends the monitor (the process this test started) and returns every
+// line it reported.
+func (m *nftMonitor) stop() []string {
+	if m.cmd.ProcessState == nil {
+		m.cmd.Process.Kill()
+		m.cmd.Wait()
+	}
+	<-m.done
+	return m.seen()
+}
+
+// guardClosedThenOpened reports whether the lines show the host end added
+// to the port guard's closed set and, later, deleted from it (a line may
+// list several elements).
+func guardClosedThenOpened(lines []string, hostIf string) (closed, opened bool) {
+	const set = " element bridge netclass_guard closed { "
+	elem := `"` + hostIf + `"`
+	for _, l := range lines {
+		switch {
+		case !strings.Contains(l, elem):
+		case strings.HasPrefix(l, "add"+set):
+			closed = true
+		case closed && strings.HasPrefix(l, "delete"+set):
+			opened = true
+		}
+	}
+	return closed, opened
+}
