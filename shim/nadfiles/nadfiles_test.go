@@ -34,6 +34,21 @@ func names(t *testing.T, dir string) []string {
 	return out
 }
 
+// readList reads the network's file from the state directory: the list it
+// holds, once the file parses.
+func readList(t *testing.T, state string, ref nadfile.Ref) []byte {
+	t.Helper()
+	b, err := os.ReadFile(nadfile.Path(state, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := nadfile.Parse(b, ref)
+	if err != nil {
+		t.Fatalf("the written file of %s does not parse: %v", ref, err)
+	}
+	return f.ConfList
+}
+
 func TestSync(t *testing.T) {
 	state := t.TempDir()
 	d := Dir{Path: filepath.Join(state, nadfile.Subdir)}
@@ -45,16 +60,8 @@ func TestSync(t *testing.T) {
 	if got := names(t, state); !slices.Equal(got, []string{"blue_vx.json", "storage.json"}) {
 		t.Fatalf("files %v", got)
 	}
-	b, err := os.ReadFile(nadfile.Path(state, nadfile.Ref{Namespace: "blue", Name: "vx"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := nadfile.Parse(b, nadfile.Ref{Namespace: "blue", Name: "vx"})
-	if err != nil {
-		t.Fatalf("the written file does not parse: %v", err)
-	}
 	var list struct{ Name string }
-	if json.Unmarshal(f.ConfList, &list); list.Name != "blue_vx" {
+	if json.Unmarshal(readList(t, state, nadfile.Ref{Namespace: "blue", Name: "vx"}), &list); list.Name != "blue_vx" {
 		t.Errorf("list name %q, want the claims' blue_vx (shared host-local reservations)", list.Name)
 	}
 	info, _ := os.Stat(nadfile.Path(state, nadfile.Ref{Name: "storage"}))
@@ -100,22 +107,14 @@ func TestSyncStartsClosedWhereTheAgentReads(t *testing.T) {
 		if err := d.Sync([]network.Network{c.net}); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		ref := nadfile.Ref{Namespace: c.net.Ref.Namespace, Name: c.net.Ref.Name}
-		b, err := os.ReadFile(nadfile.Path(state, ref))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := nadfile.Parse(b, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conf := readList(t, state, nadfile.Ref{Namespace: c.net.Ref.Namespace, Name: c.net.Ref.Name})
 		var list struct {
 			Plugins []struct {
 				PortSecurity struct{ SpoofCheck, StartClosed bool } `json:"portSecurity"`
 			}
 		}
-		if err := json.Unmarshal(f.ConfList, &list); err != nil || len(list.Plugins) == 0 {
-			t.Fatalf("%s: %s: %v", c.name, f.ConfList, err)
+		if err := json.Unmarshal(conf, &list); err != nil || len(list.Plugins) == 0 {
+			t.Fatalf("%s: %s: %v", c.name, conf, err)
 		}
 		if ps := list.Plugins[0].PortSecurity; ps.StartClosed != c.closed || !ps.SpoofCheck {
 			t.Errorf("%s: portSecurity %+v, want startClosed %v and spoofCheck", c.name, ps, c.closed)

@@ -91,27 +91,16 @@ func genFromTheFirstPacket(t *testing.T, e *harness.Env, n bed.Node, ns string, 
 	b := &polBed{written: map[string]bool{}, network: "storage"}
 	b.apply(t, e, pols(np(ns, "late-deny", map[string]string{"app": "late"}, egressOnly)))
 	mon := startNFTMonitor(t)
-	late := testbed.OnNode(testbed.Pod(ns, "late", "sh", "-c", fmt.Sprintf(
-		"if nc -w 2 %s 80 </dev/null; then echo open; else echo closed; fi >/tmp/first; exec sleep 3600", server.addr)), n.Name)
+	late := testbed.OnNode(testbed.Pod(ns, "late", firstConnectionCommand(server.addr.String())...), n.Name)
 	late.Labels = map[string]string{"app": "late"}
 	late.Annotations = map[string]string{nad.AnnotationNetworks: "storage"}
 	e.RunPods(t, late)
-	var first string
-	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's first connection answered or not",
-		func(ctx context.Context) (bool, string, error) {
-			out, stderr, err := testbed.Exec(ctx, e.Rest, ns, "late", "main", "cat", "/tmp/first")
-			first = strings.TrimSpace(out)
-			return err == nil && first != "", stderr, nil
-		})
+	first := firstConnection(t, e, ns, "late")
 	if first != "closed" {
 		t.Errorf("the first connection over a generated NAD of a pod whose egress a policy denies was %s", first)
 	}
 	b.apply(t, e, nil)
-	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's connection open without the policy",
-		func(ctx context.Context) (bool, string, error) {
-			out, stderr, err := testbed.Exec(ctx, e.Rest, ns, "late", "main", "nc", "-w", "2", server.addr.String(), "80")
-			return err == nil, out + stderr, nil
-		})
+	waitConnects(t, e, ns, "late", server.addr.String())
 	rec := genRecord(t, n, ns, e.MustIface(t, ns, "late", "net1").CIDRs[0])
 	if closed, opened := guardClosedThenOpened(mon.stop(), rec.HostIf); !closed || !opened {
 		t.Fatalf("port %s of the late pod: closed at its ADD %v, opened by the agent later %v; want both", rec.HostIf, closed, opened)

@@ -230,24 +230,44 @@ func fromTheFirstPacket(t *testing.T, e *harness.Env, b *polBed) {
 	b.apply(t, e, pols(np(b.nsA, "late-deny", map[string]string{"app": "late"}, egressOnly)))
 	late := harness.PodOn(web.node.Name, b.nsA, "late", "net")
 	late.Labels = map[string]string{"app": "late"}
-	late.Spec.Containers[0].Command = []string{"sh", "-c", fmt.Sprintf(
-		"if nc -w 2 %s 80 </dev/null; then echo open; else echo closed; fi >/tmp/first; exec sleep 3600", web.eval.Addr)}
+	late.Spec.Containers[0].Command = firstConnectionCommand(web.eval.Addr.String())
 	e.RunPods(t, late)
-	var first string
-	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's first connection answered or not",
-		func(ctx context.Context) (bool, string, error) {
-			out, stderr, err := testbed.Exec(ctx, e.Rest, b.nsA, "late", "main", "cat", "/tmp/first")
-			first = strings.TrimSpace(out)
-			return err == nil && first != "", stderr, nil
-		})
-	if first != "closed" {
+	if first := firstConnection(t, e, b.nsA, "late"); first != "closed" {
 		t.Errorf("the first connection of a pod whose egress a policy denies was %s", first)
 	}
 	// the same connection once the policy is gone: open (the probe works)
 	b.apply(t, e, nil)
-	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the late pod's connection open without the policy",
+	waitConnects(t, e, b.nsA, "late", web.eval.Addr.String())
+}
+
+// firstConnectionCommand is a container's command that connects to addr:80
+// as the first thing it does and records in /tmp/first whether it was
+// answered ("open") or not ("closed"), then sleeps.
+func firstConnectionCommand(addr string) []string {
+	return []string{"sh", "-c", fmt.Sprintf(
+		"if nc -w 2 %s 80 </dev/null; then echo open; else echo closed; fi >/tmp/first; exec sleep 3600", addr)}
+}
+
+// firstConnection waits for what the pod's first connection recorded
+// (firstConnectionCommand).
+func firstConnection(t *testing.T, e *harness.Env, ns, pod string) string {
+	t.Helper()
+	var first string
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the "+pod+" pod's first connection answered or not",
 		func(ctx context.Context) (bool, string, error) {
-			out, stderr, err := testbed.Exec(ctx, e.Rest, b.nsA, "late", "main", "nc", "-w", "2", web.eval.Addr.String(), "80")
+			out, stderr, err := testbed.Exec(ctx, e.Rest, ns, pod, "main", "cat", "/tmp/first")
+			first = strings.TrimSpace(out)
+			return err == nil && first != "", stderr, nil
+		})
+	return first
+}
+
+// waitConnects waits until the pod's connection to addr:80 is answered.
+func waitConnects(t *testing.T, e *harness.Env, ns, pod, addr string) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 250*time.Millisecond, "the "+pod+" pod's connection to "+addr+" answered",
+		func(ctx context.Context) (bool, string, error) {
+			out, stderr, err := testbed.Exec(ctx, e.Rest, ns, pod, "main", "nc", "-w", "2", addr, "80")
 			return err == nil, out + stderr, nil
 		})
 }
