@@ -148,6 +148,18 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 	dropPodTables(ifs, where, open, at, out)
 }
 
+// TidyGuard takes the ports opened since they were closed out of the host
+// guard's sets (nft.TidyGuard): opening only adds, to stay off the
+// deleting transactions' wait on a pod's start; this runs after. The host
+// is the calling thread's network namespace.
+func TidyGuard() error {
+	c, err := nft.OpenCurrent()
+	if err != nil {
+		return err
+	}
+	return nft.TidyGuard(c)
+}
+
 // ensureGuard installs the port's guard when it has none.
 func ensureGuard(c *nftables.Conn, f Interface, hostIf string, guarded map[string]bool, readErr error) (bool, error) {
 	if readErr != nil {

@@ -49,6 +49,7 @@ func (d *Daemon) newQoSAgent(ctx context.Context, events record.EventRecorder) *
 		// ClusterNetworkPolicies and the namespaces' labels their subjects select by
 		Cluster:         d.clusterPolicies(),
 		NamespaceLabels: d.namespaceLabels,
+		Tidy:            podpolicy.TidyGuard,
 	}
 	agent.CheckQoS = qosport.CheckInterface // the audit's, in the node's namespace as the syncs
 	polEvents := &policyevents.Recorder{Node: d.cfg.NodeName, Events: events, Policy: d.policyObject}

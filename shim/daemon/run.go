@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/internal/endpoints"
+	"github.com/netclass-dev/netclass/plugins/podpolicy"
 	"github.com/netclass-dev/netclass/shim/nri"
 )
 
@@ -45,6 +46,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		"cniBinDirs", d.cfg.CNIBinDirs, "stateDir", d.cfg.StateDir)
 	d.runLoops(ctx, helper, cancel)
 	d.runtime.Wait()
+	if err := podpolicy.TidyGuard(); err != nil { // nothing opens a port any more
+		logger.Error(err, "Tidying the port guard's sets at exit failed: an older netclass started next would find the ports opened since the last sync closed until its agent opens them")
+	}
 	if err := context.Cause(ctx); errors.Is(err, ErrRestartForKind) {
 		logger.Info("netclass-dra stopped to restart", "reason", err.Error())
 		return err

@@ -91,6 +91,9 @@ type NetPolicies struct {
 	// attachments); NamespaceLabels, then needed, a namespace's labels.
 	Cluster         func() ([]*cnpv1beta1.ClusterNetworkPolicy, error)
 	NamespaceLabels func(namespace string) (map[string]string, error)
+	// Tidy, when set, runs after each sync: what opening ports left for
+	// later (podpolicy.TidyGuard), off the pods' starts.
+	Tidy func() error
 }
 
 // Item is one attachment's interface and the plan it is to hold.

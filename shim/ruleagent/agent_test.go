@@ -401,3 +401,29 @@ func TestPoliciesOfAWithdrawnNetworkStayCurrent(t *testing.T) {
 		t.Errorf("pod a of the withdrawn network after its policy went: %+v, want none", p)
 	}
 }
+
+// Every sync ends with Tidy, after its kernel syncs (what they opened is
+// tidied by that sync or a later one), even a sync that changes nothing; a
+// failing Tidy leaves the outcomes alone.
+func TestEachSyncEndsWithTidy(t *testing.T) {
+	f := newFixture()
+	k := fakePolicyKernel{}
+	var calls []string
+	tidyErr := errors.New("tidy failed")
+	f.agent.NetPol = &NetPolicies{List: func(string) ([]*networkingv1.NetworkPolicy, error) { return nil, nil },
+		Kernel: func(items []podpolicy.Interface) []podpolicy.Result {
+			calls = append(calls, "sync")
+			return k.sync(items)
+		},
+		Tidy: func() error { calls = append(calls, "tidy"); return tidyErr }}
+	ctx := context.Background()
+	for _, o := range f.agent.Sync(ctx) {
+		if o.Err != nil {
+			t.Errorf("%s/%s: %v (a failing Tidy is not the attachment's)", o.Pod, o.IfName, o.Err)
+		}
+	}
+	f.agent.Sync(ctx)
+	if want := []string{"sync", "tidy", "tidy"}; !slices.Equal(calls, want) {
+		t.Errorf("calls %v, want %v", calls, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/conf/qos"
@@ -47,6 +48,7 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	outs = append(outs, a.apply(ctx, todo)...)
 	outs = append(append(outs, fouts...), a.applyForeign(ftodo)...)
 	outs = append(outs, a.syncPrimary(ctx)...)
+	a.tidy(ctx)
 	slices.SortFunc(outs, func(x, y Outcome) int {
 		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
 	})
@@ -58,6 +60,17 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 		a.Timed(time.Since(start), outs)
 	}
 	return outs
+}
+
+// tidy runs NetPol.Tidy; a failure is logged and tried again at the next
+// sync (what it tidies stays as open as it was).
+func (a *Agent) tidy(ctx context.Context) {
+	if a.NetPol == nil || a.NetPol.Tidy == nil {
+		return
+	}
+	if err := a.NetPol.Tidy(); err != nil {
+		klog.FromContext(ctx).Error(err, "Tidying the port guard's sets failed; tried again at the next sync")
+	}
 }
 
 // pending is an attachment whose plans it may not hold yet.

@@ -76,17 +76,18 @@ func (m *nftMonitor) stop() []string {
 }
 
 // guardClosedThenOpened reports whether the lines show the host end added
-// to the port guard's closed set and, later, deleted from it (a line may
-// list several elements).
+// to the port guard's closed set and, later, opened: added to its opened
+// set (or, under an older netclass's base rules, deleted from closed). A
+// line may list several elements.
 func guardClosedThenOpened(lines []string, hostIf string) (closed, opened bool) {
-	const set = " element bridge netclass_guard closed { "
+	const guard = " element bridge netclass_guard "
 	elem := `"` + hostIf + `"`
 	for _, l := range lines {
 		switch {
 		case !strings.Contains(l, elem):
-		case strings.HasPrefix(l, "add"+set):
+		case strings.HasPrefix(l, "add"+guard+"closed {"):
 			closed = true
-		case closed && strings.HasPrefix(l, "delete"+set):
+		case closed && (strings.HasPrefix(l, "add"+guard+"opened {") || strings.HasPrefix(l, "delete"+guard+"closed {")):
 			opened = true
 		}
 	}

@@ -1,11 +1,8 @@
 package nft
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"net/netip"
-	"syscall"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -16,11 +13,12 @@ import (
 // The host's port guard, the switch-port security of bridged pod ports:
 //
 //	table bridge netclass_guard {
-//	  set closed { type ifname }               # ports that pass nothing yet
+//	  set closed { type ifname }               # ports that pass nothing yet...
+//	  set opened { type ifname }               # ...unless opened since (guardopen.go)
 //	  map ports { type ifname : verdict }       # host end -> goto its source check
-//	  chain prerouting { type filter hook prerouting priority -300; iifname @closed drop; iifname vmap @ports }
-//	  chain forward    { type filter hook forward priority -300; oifname @closed drop }
-//	  chain output     { type filter hook output priority -300; oifname @closed drop }
+//	  chain prerouting { type filter hook prerouting priority -300; iifname @closed iifname != @opened drop; iifname vmap @ports }
+//	  chain forward    { type filter hook forward priority -300; oifname @closed oifname != @opened drop }
+//	  chain output     { type filter hook output priority -300; oifname @closed oifname != @opened drop }
 //	  chain port/HOSTIF {                       # what the pod may send
 //	    ether saddr != MAC drop
 //	    ether type { 8021q, 8021ad } drop        # no tagged frames into the segment
@@ -42,7 +40,7 @@ const GuardTable = "netclass_guard"
 // GuardFeature names the kernel feature the guard needs.
 const GuardFeature = "the nftables bridge family with verdict maps"
 
-const guardClosedSet, guardPortsMap = "closed", "ports"
+const guardClosedSet, guardOpenedSet, guardPortsMap = "closed", "opened", "ports"
 
 // Guard is what a pod's port lets through from the pod.
 type Guard struct {
@@ -63,18 +61,25 @@ var guardShared = func() *sharedTable {
 	ports := &nftables.Set{Table: t, Name: guardPortsMap, IsMap: true, KeyType: nftables.TypeIFName,
 		DataType: nftables.TypeVerdict, ID: 1, KeyByteOrder: binaryutil.NativeEndian}
 	closed := &nftables.Set{Table: t, Name: guardClosedSet, KeyType: nftables.TypeIFName, ID: 2, KeyByteOrder: binaryutil.NativeEndian}
+	opened := &nftables.Set{Table: t, Name: guardOpenedSet, KeyType: nftables.TypeIFName, ID: 3, KeyByteOrder: binaryutil.NativeEndian}
 	prio := nftables.ChainPriority(-300)
 	base := func(name string, hook *nftables.ChainHook) *nftables.Chain {
 		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeFilter, Hooknum: hook, Priority: &prio, Policy: policyAccept()}
 	}
 	pre, fwd, out := base("prerouting", nftables.ChainHookPrerouting), base("forward", nftables.ChainHookForward), base("output", nftables.ChainHookOutput)
+	// closedDrop: the port's name in closed and not in opened (the
+	// register holds the name the first lookup read)
+	closedDrop := func(input bool) []expr.Any {
+		return concat(ifnameInSet(input, guardClosedSet, 2),
+			[]expr.Any{&expr.Lookup{SourceRegister: 1, SetName: guardOpenedSet, SetID: 3, Invert: true}, verdict(expr.VerdictDrop)})
+	}
 	return &sharedTable{
-		table: t, maps: []*nftables.Set{ports}, sets: []*nftables.Set{closed},
+		table: t, maps: []*nftables.Set{ports}, sets: []*nftables.Set{closed, opened},
 		bases: []*nftables.Chain{pre, fwd, out},
 		rules: map[string][][]expr.Any{
-			pre.Name: {concat(ifnameInSet(true, guardClosedSet, 2), []expr.Any{verdict(expr.VerdictDrop)}), dispatchByIifname(guardPortsMap, 1)},
-			fwd.Name: {concat(ifnameInSet(false, guardClosedSet, 2), []expr.Any{verdict(expr.VerdictDrop)})},
-			out.Name: {concat(ifnameInSet(false, guardClosedSet, 2), []expr.Any{verdict(expr.VerdictDrop)})},
+			pre.Name: {closedDrop(true), dispatchByIifname(guardPortsMap, 1)},
+			fwd.Name: {closedDrop(false)},
+			out.Name: {closedDrop(false)},
 		},
 		prefixes: []string{"port/"}, feature: GuardFeature,
 	}
@@ -157,79 +162,6 @@ func InstallGuard(c *nftables.Conn, hostIf string, g Guard, closed bool) error {
 		}
 	}
 	return guardShared.sync(c, map[string]*portObjects{hostIf: guardPort(hostIf, g)})[hostIf].Err
-}
-
-func closeGuard(c *nftables.Conn, hostIf string) error {
-	st, err := guardShared.read(c)
-	if err != nil {
-		return err
-	}
-	if !st.baseOK {
-		if err := guardShared.queueBase(c); err != nil {
-			return err
-		}
-	}
-	if err := c.SetAddElements(guardShared.sets[0], []nftables.SetElement{{Key: ifname(hostIf)}}); err != nil {
-		return fmt.Errorf("close port %q: %w", hostIf, err)
-	}
-	if err := c.Flush(); err != nil && !errors.Is(err, syscall.EEXIST) {
-		return unsupported(fmt.Errorf("close port %q in nftables table bridge %s: %w", hostIf, GuardTable, err), GuardFeature)
-	}
-	return nil
-}
-
-// GuardClosed lists the ports that are closed.
-func GuardClosed(c *nftables.Conn) (map[string]bool, error) {
-	out := map[string]bool{}
-	ok, err := tableExists(c, guardTable())
-	if err != nil || !ok {
-		return out, err
-	}
-	set, err := c.GetSetByName(guardTable(), guardClosedSet)
-	if err != nil {
-		return out, nil // no set: nothing is closed
-	}
-	els, err := c.GetSetElements(set)
-	if err != nil {
-		return nil, fmt.Errorf("list the closed ports of nftables table bridge %s: %w", GuardTable, err)
-	}
-	for _, e := range els {
-		out[trimIfname(e.Key)] = true
-	}
-	return out, nil
-}
-
-// OpenGuard lets the ports pass traffic (their source checks stay); ports
-// that are not closed are left alone.
-func OpenGuard(c *nftables.Conn, hostIfs ...string) error {
-	closed, err := GuardClosed(c)
-	if err != nil {
-		return err
-	}
-	var els []nftables.SetElement
-	for _, h := range hostIfs {
-		if closed[h] {
-			els = append(els, nftables.SetElement{Key: ifname(h)})
-		}
-	}
-	if len(els) == 0 {
-		return nil
-	}
-	if err := c.SetDeleteElements(guardShared.sets[0], els); err != nil {
-		return err
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("open ports %v in nftables table bridge %s: %w", hostIfs, GuardTable, err)
-	}
-	return nil
-}
-
-// DeleteGuard removes everything of the host end's port; none is success.
-func DeleteGuard(c *nftables.Conn, hostIf string) error {
-	if err := OpenGuard(c, hostIf); err != nil {
-		return err
-	}
-	return guardShared.sync(c, map[string]*portObjects{hostIf: nil})[hostIf].Err
 }
 
 // CheckGuard verifies the host end's source check (not whether it is open:
