@@ -13,8 +13,8 @@ import (
 //
 //	table netdev netclass-guard_IF {
 //	  chain egress     { type filter hook egress device IF priority -300; <the guard's rules (guard.go)> }
-//	  chain closed_out { type filter hook egress device IF priority -301; drop }    (until opened)
-//	  chain closed_in  { type filter hook ingress device IF priority -301; drop }   (until opened)
+//	  chain closed_out { type filter hook egress device IF priority -301; drop }    (until opened:
+//	  chain closed_in  { type filter hook ingress device IF priority -301; drop }    accept first, then gone)
 //	}
 //
 // A pod with CAP_NET_ADMIN can remove it; one with only CAP_NET_RAW
@@ -54,32 +54,69 @@ func InstallPodGuard(c *nftables.Conn, ifname string, g Guard, closed bool) erro
 
 // OpenPodGuard lets the interface pass traffic (its guard stays); an open
 // or unguarded interface is left alone. It reports whether it opened it.
+// Opening puts an accept before each closed chain's drop (an accepting
+// base chain hands the frame on to the next one): an adding transaction,
+// where deleting the chains would wait for the kernel (~15 ms on a 2-core
+// VM) on the pod's start. A later call, on an interface so opened, deletes
+// the closed chains.
 func OpenPodGuard(c *nftables.Conn, ifname string) (bool, error) {
-	closed, err := PodGuardClosed(c, ifname)
-	if err != nil || !closed {
+	st, err := podGuardState(c, ifname)
+	if err != nil || st == podOpen {
 		return false, err
 	}
+	t := podGuardTable(ifname)
 	for _, name := range []string{podClosedOut, podClosedIn} {
-		c.DelChain(&nftables.Chain{Name: name, Table: podGuardTable(ifname)})
+		ch := &nftables.Chain{Name: name, Table: t}
+		if st == podClosed {
+			c.InsertRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{verdict(expr.VerdictAccept)}})
+			continue
+		}
+		c.FlushChain(ch)
+		c.DelChain(ch)
 	}
 	if err := c.Flush(); err != nil {
 		return false, fmt.Errorf("open %q in nftables table netdev %s: %w", ifname, PodGuardTable(ifname), err)
 	}
-	return true, nil
+	return st == podClosed, nil
+}
+
+// podGuard is an interface's guard's state.
+type podGuard int
+
+const (
+	podOpen          podGuard = iota // no closed chains (or no guard)
+	podClosed                        // closed chains that drop
+	podOpenedByRules                 // closed chains that accept first
+)
+
+// podGuardState reads whether the interface's guard still closes it.
+func podGuardState(c *nftables.Conn, ifname string) (podGuard, error) {
+	t := podGuardTable(ifname)
+	chains, _, present, err := readTableObjects(c, t)
+	if err != nil || !present {
+		return podOpen, err
+	}
+	st := podOpen
+	for _, ch := range chains {
+		if ch.Name != podClosedOut && ch.Name != podClosedIn {
+			continue
+		}
+		rules, err := c.GetRules(t, ch)
+		if err != nil {
+			return podOpen, fmt.Errorf("list rules of chain netdev %s %s: %w", t.Name, ch.Name, err)
+		}
+		if len(rules) == 0 || !sameRule(rules[0].Exprs, []expr.Any{verdict(expr.VerdictAccept)}) {
+			return podClosed, nil
+		}
+		st = podOpenedByRules
+	}
+	return st, nil
 }
 
 // PodGuardClosed reports whether the interface's guard still closes it.
 func PodGuardClosed(c *nftables.Conn, ifname string) (bool, error) {
-	chains, _, present, err := readTableObjects(c, podGuardTable(ifname))
-	if err != nil || !present {
-		return false, err
-	}
-	for _, ch := range chains {
-		if ch.Name == podClosedOut || ch.Name == podClosedIn {
-			return true, nil
-		}
-	}
-	return false, nil
+	st, err := podGuardState(c, ifname)
+	return st == podClosed, err
 }
 
 // CheckPodGuard verifies the interface's guard (not whether it is open:

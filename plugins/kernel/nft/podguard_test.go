@@ -80,5 +80,21 @@ func TestPodGuard(t *testing.T) {
 	if err := traffic.Ping(b, ipA, 5*time.Second); err != nil {
 		t.Errorf("an opened interface: %v", err)
 	}
+	// opened by adding (its closed chains accept first), tidied by the next call
+	inA(func(c *nftables.Conn) error {
+		if st, err := podGuardState(c, "net1"); err != nil || st != podOpenedByRules {
+			return fmt.Errorf("after opening: state %v (%v), want the closed chains accepting first", st, err)
+		}
+		if opened, err := OpenPodGuard(c, "net1"); err != nil || opened {
+			return fmt.Errorf("opening again: %v, %v; want nothing to open", opened, err)
+		}
+		if st, err := podGuardState(c, "net1"); err != nil || st != podOpen {
+			return fmt.Errorf("after opening again: state %v (%v), want the closed chains gone", st, err)
+		}
+		return CheckPodGuard(c, "net1", g)
+	})
+	if err := traffic.Ping(b, ipA, 5*time.Second); err != nil {
+		t.Errorf("a tidied interface: %v", err)
+	}
 	inA(func(c *nftables.Conn) error { return DeletePodGuard(c, "net1") })
 }
