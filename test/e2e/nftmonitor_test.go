@@ -22,8 +22,14 @@ import (
 type nftMonitor struct {
 	cmd   *exec.Cmd
 	mu    sync.Mutex
-	lines []string
+	lines []monitorLine
 	done  chan struct{}
+}
+
+// monitorLine is one line nft monitor printed, and when the test read it.
+type monitorLine struct {
+	at   time.Time
+	text string
 }
 
 // startNFTMonitor starts `nft monitor` and returns once it reports: a
@@ -44,7 +50,7 @@ func startNFTMonitor(t *testing.T) *nftMonitor {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			m.mu.Lock()
-			m.lines = append(m.lines, sc.Text())
+			m.lines = append(m.lines, monitorLine{time.Now(), sc.Text()})
 			m.mu.Unlock()
 		}
 	}()
@@ -53,12 +59,12 @@ func startNFTMonitor(t *testing.T) *nftMonitor {
 		if out, err := exec.Command("nft", "add table inet "+marker+"; delete table inet "+marker).CombinedOutput(); err != nil {
 			return false, "", fmt.Errorf("marker table: %v: %s", err, out)
 		}
-		return slices.Contains(m.seen(), "add table inet "+marker), "", nil
+		return slices.ContainsFunc(m.seen(), func(l monitorLine) bool { return l.text == "add table inet "+marker }), "", nil
 	})
 	return m
 }
 
-func (m *nftMonitor) seen() []string {
+func (m *nftMonitor) seen() []monitorLine {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.lines)
@@ -66,7 +72,7 @@ func (m *nftMonitor) seen() []string {
 
 // stop ends the monitor (the process this test started) and returns every
 // line it reported.
-func (m *nftMonitor) stop() []string {
+func (m *nftMonitor) stop() []monitorLine {
 	if m.cmd.ProcessState == nil {
 		m.cmd.Process.Kill()
 		m.cmd.Wait()
@@ -75,21 +81,23 @@ func (m *nftMonitor) stop() []string {
 	return m.seen()
 }
 
-// guardClosedThenOpened reports whether the lines show the host end added
-// to the port guard's closed set and, later, opened: added to its opened
-// set (or, under an older netclass's base rules, deleted from closed). A
-// line may list several elements.
-func guardClosedThenOpened(lines []string, hostIf string) (closed, opened bool) {
+// guardOpenedAfter returns how long after the host end was added to the
+// port guard's closed set it was opened: added to its opened set (or,
+// under an older netclass's base rules, deleted from closed), as the lines
+// were read; ok is false unless both were seen. A line may list several
+// elements.
+func guardOpenedAfter(lines []monitorLine, hostIf string) (after time.Duration, ok bool) {
 	const guard = " element bridge netclass_guard "
 	elem := `"` + hostIf + `"`
+	var closedAt time.Time
 	for _, l := range lines {
 		switch {
-		case !strings.Contains(l, elem):
-		case strings.HasPrefix(l, "add"+guard+"closed {"):
-			closed = true
-		case closed && (strings.HasPrefix(l, "add"+guard+"opened {") || strings.HasPrefix(l, "delete"+guard+"closed {")):
-			opened = true
+		case !strings.Contains(l.text, elem):
+		case strings.HasPrefix(l.text, "add"+guard+"closed {"):
+			closedAt = l.at
+		case !closedAt.IsZero() && (strings.HasPrefix(l.text, "add"+guard+"opened {") || strings.HasPrefix(l.text, "delete"+guard+"closed {")):
+			return l.at.Sub(closedAt), true
 		}
 	}
-	return closed, opened
+	return 0, false
 }

@@ -97,6 +97,12 @@ func (b *switchBed) udpArrives(t *testing.T, from, to string, raw bool, srcMAC n
 	var capture *rawframe.Capture
 	receiver.ns.Do(t, func() (err error) { capture, err = rawframe.Listen("eth0"); return err })
 	defer capture.Close()
+	if !raw {
+		// each datagram resolves its receiver afresh: an entry left
+		// unresolved while a port was closed would hold it until the next
+		// ARP retransmission, up to a second later
+		sender.ns.Output(t, "ip", "neigh", "flush", "all")
+	}
 	sender.ns.Do(t, func() error {
 		if !raw {
 			c, err := net.Dial("udp", netip.AddrPortFrom(receiver.ip, 9999).String())
