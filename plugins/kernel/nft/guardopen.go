@@ -135,26 +135,31 @@ func OpenGuard(c *nftables.Conn, hostIfs ...string) error {
 }
 
 // TidyGuard deletes the names of the ports opened since they were closed
-// from both sets, and the opened names no port is closed under, in one
-// transaction (none when there is nothing to tidy). A port stays as open
-// as it was, under this version's base rules or an older one's.
+// (in both sets) from both, in one transaction (none when there is nothing
+// to tidy). A port stays as open as it was, under this version's base
+// rules or an older one's. A name in opened alone (a port deleted without
+// its DEL) is left: closeGuard takes it out if a port of that name is
+// closed again. Deleting it here could race that port's close and open
+// between this read and its commit and close the port again; a name in
+// both sets at the commit, as the batch needs (it fails whole otherwise),
+// is always a port that was opened.
 func TidyGuard(c *nftables.Conn) error {
 	gs, err := readGuardSets(c)
-	if err != nil || len(gs.opened) == 0 {
+	if err != nil {
 		return err
 	}
-	var both, opened []nftables.SetElement
+	var both []nftables.SetElement
 	for p := range gs.opened {
-		opened = append(opened, nftables.SetElement{Key: ifname(p)})
 		if gs.closed[p] {
 			both = append(both, nftables.SetElement{Key: ifname(p)})
 		}
 	}
-	if len(both) > 0 {
-		err = c.SetDeleteElements(guardShared.sets[0], both)
+	if len(both) == 0 {
+		return nil
 	}
+	err = c.SetDeleteElements(guardShared.sets[0], both)
 	if err == nil {
-		err = c.SetDeleteElements(guardShared.sets[1], opened)
+		err = c.SetDeleteElements(guardShared.sets[1], both)
 	}
 	if err == nil {
 		err = c.Flush()
