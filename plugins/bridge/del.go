@@ -31,20 +31,17 @@ func cmdDel(args *skel.CmdArgs) error {
 }
 
 // teardown removes everything of one attachment but its IPAM allocation.
-// The port's devices go first, in one request; then the steps that wait for
-// the kernel (the port's QoS rules on the host, and the veth and egress IFB
-// device by device for a port made before link groups; the spoof-check
-// table) run at once so their waits overlap; the host end's qdiscs go with
-// the veth.
+// The port's devices go in one request while its QoS rules on the host are
+// deleted (bridgeport.Port.Teardown); then the steps that wait for the
+// kernel (the veth and egress IFB device by device for a port made before
+// link groups, the spoof-check table, the guard) run at once so their waits
+// overlap; the host end's qdiscs go with the veth.
 func teardown(c *netconf.Bridge, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
 	var addrs []*net.IPNet
-	if err := p.RemoveDevices(); err != nil {
-		return err
-	}
-	err := attach.Parallel(
+	err := p.Teardown(
 		func() error { return qosport.RemoveRules(a) },
 		func() (err error) { addrs, err = p.Remove(); return err },
 		func() error { return removeSpoofCheck(c, p.HostName()) },

@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ipam"
 	"github.com/vishvananda/netlink"
 
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 )
@@ -129,6 +130,27 @@ func (p Port) Remove() ([]*net.IPNet, error) {
 func (p Port) RemoveDevices() error {
 	_, err := link.DeletePort(p.HostName())
 	return err
+}
+
+// Teardown deletes the port's devices (RemoveDevices) while rules runs —
+// the port's nftables teardown, whose deleting transaction makes the kernel
+// wait for an RCU grace period as unregistering the devices does, so the
+// two waits overlap — and then runs after, the steps that must not precede
+// the devices' removal (a guard or spoof check taken away first would let
+// the port's frames through unchecked while it still exists).
+func (p Port) Teardown(rules func() error, after ...func() error) error {
+	return overlap(rules, p.RemoveDevices, after)
+}
+
+// overlap runs rules beside removeDevices, then after once removeDevices
+// succeeded, and returns every error.
+func overlap(rules, removeDevices func() error, after []func() error) error {
+	return attach.Parallel(rules, func() error {
+		if err := removeDevices(); err != nil {
+			return err
+		}
+		return attach.Parallel(after...)
+	})
 }
 
 // Interfaces sets the result's interface list to bridge, host end and pod

@@ -2,7 +2,6 @@ package vlan
 
 import (
 	"context"
-	"errors"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
@@ -31,16 +30,16 @@ func cmdDel(args *skel.CmdArgs) error {
 func teardown(c *netconf.VLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname}
-	remove := func() error { return removeLink(netnsPath, ifname) }
+	rules := func() error { return qosport.RemoveRules(a) }
+	remove := func() error { return attach.Parallel(rules, func() error { return removeLink(netnsPath, ifname) }) }
 	if r.Bridge != "" {
 		p := port(containerID, ifname, netnsPath)
 		a.HostIf = p.HostName()
-		if err := p.RemoveDevices(); err != nil {
-			return err
+		remove = func() error {
+			return p.Teardown(rules, func() error { return leave(c, p) }, func() error { return portguard.Remove(p.HostName()) })
 		}
-		remove = func() error { return errors.Join(leave(c, p), portguard.Remove(p.HostName())) }
 	}
-	if err := attach.Parallel(func() error { return qosport.RemoveRules(a) }, remove); err != nil {
+	if err := remove(); err != nil {
 		return err
 	}
 	return store(c).Delete(c.Name, containerID, ifname)

@@ -44,10 +44,7 @@ func teardown(c *netconf.VXLAN, r *attach.Record) error {
 	containerID, ifname, netnsPath := r.ContainerID, r.IfName, r.NetNS
 	p := bridgeport.Port{ContainerID: containerID, NetNS: netnsPath, IfName: ifname}
 	a := qosport.Attachment{PodNS: netnsPath, IfName: ifname, HostIf: p.HostName()}
-	if err := p.RemoveDevices(); err != nil {
-		return err
-	}
-	err := attach.Parallel(
+	err := p.Teardown(
 		func() error { return qosport.RemoveRules(a) },
 		func() error { return leave(c, p) },
 		func() error { return portguard.Remove(p.HostName()) },
