@@ -61,7 +61,7 @@ func BenchmarkBridgeQoSVsUpstream(b *testing.B) {
 		map[string]any{"type": "bandwidth", "ingressRate": ingressBits, "ingressBurst": ingressBurst,
 			"egressRate": egressBits, "egressBurst": egressBurst},
 	)
-	var oursTime, upTime time.Duration
+	var oursTime, upTime, oursDel, upDel time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
@@ -72,11 +72,11 @@ func BenchmarkBridgeQoSVsUpstream(b *testing.B) {
 			first, second = upstream, ours
 		}
 		for _, l := range []*libcni.NetworkConfigList{first, second} {
-			took := addDel(b, h, cni, l, pod, fmt.Sprintf("bench-%d", i))
+			took, del := addDel(b, h, cni, l, pod, fmt.Sprintf("bench-%d", i))
 			if l == ours {
-				oursTime += took
+				oursTime, oursDel = oursTime+took, oursDel+del
 			} else {
-				upTime += took
+				upTime, upDel = upTime+took, upDel+del
 			}
 		}
 	}
@@ -96,28 +96,30 @@ func BenchmarkBridgeQoSVsUpstream(b *testing.B) {
 	b.ReportMetric(oursMs, "netclass-ms/attach")
 	b.ReportMetric(upMs, "upstream-ms/attach")
 	b.ReportMetric(oursMs/upMs, "time-ratio")
+	b.ReportMetric(oursDel.Seconds()*1000/n, "netclass-del-ms")
+	b.ReportMetric(upDel.Seconds()*1000/n, "upstream-del-ms")
 	b.ReportMetric(float64(oursRSS), "netclass-peak-KiB")
 	b.ReportMetric(float64(upRSS), "upstream-peak-KiB")
 	b.ReportMetric(0, "ns/op") // the per-iteration total mixes both chains: not meaningful
 }
 
 // addDel runs ADD then DEL of the list for the pod's net1 inside the host
-// namespace and returns the wall time of both.
-func addDel(b *testing.B, h *cnitest.Host, cni *libcni.CNIConfig, l *libcni.NetworkConfigList, pod *nstest.NS, id string) time.Duration {
+// namespace and returns the wall time of both, and of the DEL alone.
+func addDel(b *testing.B, h *cnitest.Host, cni *libcni.CNIConfig, l *libcni.NetworkConfigList, pod *nstest.NS, id string) (took, del time.Duration) {
 	b.Helper()
 	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: pod.Path, IfName: "net1"}
-	var took time.Duration
 	h.NS.Do(b, func() error {
 		ctx := context.Background()
 		start := time.Now()
 		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
 			return fmt.Errorf("%s ADD: %w", l.Name, err)
 		}
+		delStart := time.Now()
 		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
 			return fmt.Errorf("%s DEL: %w", l.Name, err)
 		}
-		took = time.Since(start)
+		took, del = time.Since(start), time.Since(delStart)
 		return nil
 	})
-	return took
+	return took, del
 }
