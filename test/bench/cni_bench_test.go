@@ -79,6 +79,11 @@ func BenchmarkBridgeQoSVsUpstream(b *testing.B) {
 				upTime, upDel = upTime+took, upDel+del
 			}
 		}
+		b.StopTimer()
+		if err := pod.Delete(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
 	// Peak RSS, in separate passes through GNU time (see rssExec).
