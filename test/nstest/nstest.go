@@ -40,7 +40,10 @@ func RequireRoot(t testing.TB) {
 func New(t testing.TB) *NS {
 	t.Helper()
 	RequireRoot(t)
-	n, err := Create(Prefix + randomHex(5))
+	if gone, err := sweepOrphans(); len(gone) > 0 || err != nil {
+		t.Logf("deleted the namespaces of test processes that no longer run: %v (%v)", gone, err)
+	}
+	n, err := Create(uniqueName(os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
 	}
