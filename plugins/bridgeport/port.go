@@ -137,7 +137,9 @@ func (p Port) RemoveDevices() error {
 // wait for an RCU grace period as unregistering the devices does, so the
 // two waits overlap — and then runs after, the steps that must not precede
 // the devices' removal (a guard or spoof check taken away first would let
-// the port's frames through unchecked while it still exists).
+// the port's frames through unchecked while it still exists). The QoS rules
+// are no guard: the last frames of a port being deleted, in the few
+// milliseconds before its devices go, may pass unmarked and unmetered.
 func (p Port) Teardown(rules func() error, after ...func() error) error {
 	return overlap(rules, p.RemoveDevices, after)
 }
