@@ -191,27 +191,45 @@ func ready(node *corev1.Node) error {
 }
 
 // Poll calls cond every interval until it reports done, returns an error, or ctx ends; the
-// test fails with what, the last error and cond's last progress note in those cases.
+// test fails with what, the last error and cond's last progress notes in those cases: the
+// last one made before ctx ended, and the one before it (a call the coming deadline cut
+// short, in the client's rate limiter say, notes only that).
 func Poll(t testing.TB, ctx context.Context, interval time.Duration, what string, cond func(context.Context) (done bool, note string, err error)) {
 	t.Helper()
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	var note string
+	var notes pollNotes
 	for {
 		done, n, err := cond(ctx)
-		if n != "" {
-			note = n
+		if ctx.Err() == nil || notes.last == "" {
+			notes.add(n)
 		}
 		if err != nil {
-			t.Fatalf("%s: %v (last seen: %s)", what, err, note)
+			t.Fatalf("%s: %v (%s)", what, err, notes)
 		}
 		if done {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: %v (last seen: %s)", what, ctx.Err(), note)
+			t.Fatalf("%s: %v (%s)", what, ctx.Err(), notes)
 		case <-ticker.C:
 		}
 	}
+}
+
+// pollNotes are a Poll's last two distinct progress notes.
+type pollNotes struct{ last, before string }
+
+func (p *pollNotes) add(n string) {
+	if n != "" && n != p.last {
+		p.before, p.last = p.last, n
+	}
+}
+
+func (p pollNotes) String() string {
+	if p.before == "" {
+		return "last seen: " + p.last
+	}
+	return "last seen: " + p.last + "; before that: " + p.before
 }
