@@ -193,8 +193,16 @@ func podNetwork(name string, created int64, params string) *mnv1.PodNetwork {
 	}
 }
 
+// heldAs gives n the SegmentHeld condition the controller writes for seg.
+func heldAs(n *ncv1.Network, status metav1.ConditionStatus, seg netspec.Segment) *ncv1.Network {
+	n.Status.Conditions = []metav1.Condition{{Type: ncv1.ConditionSegmentHeld, Status: status, Reason: ncv1.ReasonSegmentHeld,
+		Message: netspec.HeldMessage(seg)}}
+	return n
+}
+
 func TestSegmentOwner(t *testing.T) {
 	older := func(n *ncv1.Network) *ncv1.Network { n.CreationTimestamp = metav1.NewTime(time.Unix(10, 0)); return n }
+	vni7 := netspec.Segment{Kind: netspec.SegmentVXLAN, ID: 7}
 	otherMaster := vlanCN(`{"type":"dhcp"}`)
 	otherMaster.Name, otherMaster.Spec.DefaultOptions.VLAN.Master = "trunk2", "eth2"
 	auto := vlanCN(`{"type":"dhcp"}`)
@@ -226,6 +234,16 @@ func TestSegmentOwner(t *testing.T) {
 			nets: []*ncv1.Network{older(network("b", "overlay", nil, i32(100)))}},
 		{name: "equal times: the name decides", self: network("b", "overlay", nil, i32(7)),
 			nets: []*ncv1.Network{network("a", "overlay2", nil, i32(7))}, owner: "Network tenant/a"},
+		{name: "equal times: the one found holding it keeps it", self: heldAs(network("b", "overlay", nil, i32(7)), metav1.ConditionTrue, vni7),
+			nets: []*ncv1.Network{network("a", "overlay2", nil, i32(7))}},
+		{name: "equal times: the other one holds it", self: network("a", "overlay", nil, i32(7)),
+			nets: []*ncv1.Network{heldAs(network("b", "overlay2", nil, i32(7)), metav1.ConditionTrue, vni7)}, owner: "Network tenant/b"},
+		{name: "equal times: held False is not held", self: heldAs(network("b", "overlay", nil, i32(7)), metav1.ConditionFalse, vni7),
+			nets: []*ncv1.Network{network("a", "overlay2", nil, i32(7))}, owner: "Network tenant/a"},
+		{name: "equal times: held for another segment is not held", self: heldAs(network("b", "overlay", nil, i32(7)), metav1.ConditionTrue,
+			netspec.Segment{Kind: netspec.SegmentVXLAN, ID: 8}), nets: []*ncv1.Network{network("a", "overlay2", nil, i32(7))}, owner: "Network tenant/a"},
+		{name: "held does not beat older", self: heldAs(network("a", "overlay", nil, i32(7)), metav1.ConditionTrue, vni7),
+			nets: []*ncv1.Network{older(network("b", "overlay2", nil, i32(7)))}, owner: "Network tenant/b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			holders := netspec.Holders(tc.pns, append(tc.nets, tc.self), cns)
@@ -261,5 +279,49 @@ func TestBridgeSegments(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: owner %q, want %q", holders[i], got, want)
 		}
+	}
+}
+
+func TestHeldCondition(t *testing.T) {
+	self := netspec.Holder{Kind: "Network", Namespace: "t", Name: "a", Segment: netspec.Segment{Kind: netspec.SegmentVXLAN, ID: 7}}
+	owner := netspec.Holder{Kind: "PodNetwork", Name: "pn", Created: time.Unix(5, 0), Segment: self.Segment}
+	for _, tc := range []struct {
+		name   string
+		self   netspec.Holder
+		owner  *netspec.Holder
+		status metav1.ConditionStatus // "" = no condition
+		reason string
+		msg    string
+	}{
+		{name: "no segment", self: netspec.Holder{Kind: "Network", Name: "sriov"}},
+		{name: "holds it", self: self, status: metav1.ConditionTrue, reason: ncv1.ReasonSegmentHeld, msg: "VNI 7 belongs to this network"},
+		{name: "another holds it", self: self, owner: &owner, status: metav1.ConditionFalse, reason: ncv1.ReasonSegmentConflict,
+			msg: "VNI 7 is already used by PodNetwork pn (created 1970-01-01T00:00:05Z); a segment belongs to one network"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := netspec.HeldCondition(tc.self, tc.owner)
+			if tc.status == "" {
+				if c != nil {
+					t.Fatalf("condition %+v, want none", c)
+				}
+				return
+			}
+			if c == nil || c.Type != ncv1.ConditionSegmentHeld || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg {
+				t.Fatalf("condition %+v, want %s %s %q", c, tc.status, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+// A PodNetwork's condition is read back as held by PodNetworkHolder.
+func TestPodNetworkHeld(t *testing.T) {
+	pn := podNetwork("pn", 1, `{"type":"netclass-bridge","bridge":"blue0"}`)
+	h := netspec.PodNetworkHolder(pn)
+	if h.Held {
+		t.Fatal("held without a condition")
+	}
+	pn.Status.Conditions = []metav1.Condition{*netspec.HeldCondition(h, nil)}
+	if !netspec.PodNetworkHolder(pn).Held {
+		t.Fatalf("not held with %+v", pn.Status.Conditions)
 	}
 }

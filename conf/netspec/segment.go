@@ -73,6 +73,8 @@ type Holder struct {
 	Kind, Namespace, Name string
 	Created               time.Time
 	Segment               Segment
+	// Held: the object's SegmentHeld condition says it holds Segment.
+	Held bool
 }
 
 func (h Holder) String() string {
@@ -86,11 +88,17 @@ func (h Holder) same(o Holder) bool {
 	return h.Kind == o.Kind && h.Namespace == o.Namespace && h.Name == o.Name
 }
 
-// before orders holders: the oldest first, ties broken by kind, namespace, name,
-// so every controller and node decides the same owner.
+// before orders holders: the oldest first. Creation timestamps have
+// one-second precision, so of two created in the same second the one found
+// holding the segment first (Held) goes first: a network in use keeps its
+// segment. Other ties are broken by kind, namespace, name, so every
+// controller and node decides the same owner.
 func (h Holder) before(o Holder) bool {
 	if !h.Created.Equal(o.Created) {
 		return h.Created.Before(o.Created)
+	}
+	if h.Held != o.Held {
+		return h.Held
 	}
 	return cmp.Or(cmp.Compare(h.Kind, o.Kind), cmp.Compare(h.Namespace, o.Namespace), cmp.Compare(h.Name, o.Name)) < 0
 }
@@ -125,6 +133,7 @@ func NetworkHolder(n *ncv1.Network, cn *ncv1.ClusterNetwork) Holder {
 			h.Segment.Device = string(o.VLAN.Master)
 		}
 	}
+	h.Held = heldIn(n.Status.Conditions, h.Segment)
 	return h
 }
 
@@ -150,6 +159,7 @@ func PodNetworkHolder(pn *mnv1.PodNetwork) Holder {
 	case netconf.TypeBridge:
 		h.Segment = Segment{Kind: SegmentBridge, Device: cmp.Or(p.Bridge, netconf.DefaultBridge)}
 	}
+	h.Held = heldIn(pn.Status.Conditions, h.Segment)
 	return h
 }
 

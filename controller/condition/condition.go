@@ -25,6 +25,14 @@ func Set(conds *[]metav1.Condition, want metav1.Condition, generation int64) Cha
 	return c
 }
 
+// SetOrRemove sets want as Set does, or removes the condition of type t when want is nil.
+func SetOrRemove(conds *[]metav1.Condition, t string, want *metav1.Condition, generation int64) Change {
+	if want == nil {
+		return Change{Updated: meta.RemoveStatusCondition(conds, t)}
+	}
+	return Set(conds, *want, generation)
+}
+
 // Get returns the condition of type t, or nil.
 func Get(conds []metav1.Condition, t string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, t)

@@ -190,12 +190,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Network, o Outcome) error {
 	upd := net.DeepCopy()
 	ch := condition.Set(&upd.Status.Conditions, o.Ready, net.Generation)
+	held := condition.SetOrRemove(&upd.Status.Conditions, netclassv1alpha1.ConditionSegmentHeld, o.Held, net.Generation)
 	upd.Status.Type, upd.Status.ObservedGeneration = o.Type, net.Generation
 	sameConfig := SameConfig(net.Status.Config, o.Config)
 	if !sameConfig {
 		upd.Status.Config = o.Config
 	}
-	if !ch.Updated && sameConfig && upd.Status.Type == net.Status.Type && upd.Status.ObservedGeneration == net.Status.ObservedGeneration {
+	if !ch.Updated && !held.Updated && sameConfig && upd.Status.Type == net.Status.Type && upd.Status.ObservedGeneration == net.Status.ObservedGeneration {
 		return nil
 	}
 	out, err := c.client.NetclassV1alpha1().Networks(net.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})

@@ -14,7 +14,9 @@ import (
 
 // Outcome is the status a Network should have.
 type Outcome struct {
-	Ready  metav1.Condition
+	Ready metav1.Condition
+	// Held is the SegmentHeld condition (nil: no segment, none is kept).
+	Held   *metav1.Condition
 	Type   netclassv1alpha1.NetworkType
 	Config *runtime.RawExtension
 }
@@ -24,8 +26,17 @@ type Outcome struct {
 // ClusterNetwork). Order: NameTooLong, ClusterNetworkNotFound, TypeMismatch, SegmentConflict,
 // InvalidConfig, ClusterNetworkNotReady, Ready. The config is published whenever it renders,
 // even while the ClusterNetwork has no ready node; it is informational: every node renders
-// the config it runs itself, from the same specs (conf/netspec).
+// the config it runs itself, from the same specs (conf/netspec). SegmentHeld says whether
+// the Network holds its segment, whatever its Ready (an invalid Network holds one too).
 func Evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, holders []netspec.Holder) Outcome {
+	self := netspec.NetworkHolder(net, cn)
+	owner := netspec.Owner(self, holders)
+	out := evaluate(net, cn, self, owner)
+	out.Held = netspec.HeldCondition(self, owner)
+	return out
+}
+
+func evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, self netspec.Holder, owner *netspec.Holder) Outcome {
 	const t = netclassv1alpha1.ConditionReady
 	if len(net.Name) > contract.MaxNetworkName || len(net.Namespace) > contract.MaxNetworkName {
 		return Outcome{Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonNameTooLong,
@@ -39,8 +50,7 @@ func Evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork
 	if msg := netspec.TypeMismatch(net, cn); msg != "" {
 		return Outcome{Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonTypeMismatch, msg)}
 	}
-	self := netspec.NetworkHolder(net, cn)
-	if owner := netspec.Owner(self, holders); owner != nil {
+	if owner != nil {
 		return Outcome{Type: cn.Spec.Type, Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonSegmentConflict,
 			netspec.ConflictMessage(self, *owner))}
 	}

@@ -90,21 +90,22 @@ func TestEvaluate(t *testing.T) {
 		reason string
 		msgHas string
 		config bool
+		held   string // the SegmentHeld condition's status, "none" for none, "" unchecked
 	}{
-		{name: "ready", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionTrue, reason: "Ready", msgHas: "VLAN ID 100", config: true},
-		{name: "no cluster network", net: net("red", "nope", i32(100), nil), status: metav1.ConditionFalse, reason: "ClusterNetworkNotFound", msgHas: "nope"},
-		{name: "a name no node can offer", net: net(strings.Repeat("r", 65), "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionFalse, reason: "NameTooLong", msgHas: "at most 64"},
-		{name: "vni on vlan", net: net("red", "trunk", nil, i32(7)), cn: vlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vlanId"},
+		{name: "ready", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionTrue, reason: "Ready", msgHas: "VLAN ID 100", config: true, held: "True"},
+		{name: "no cluster network", net: net("red", "nope", i32(100), nil), status: metav1.ConditionFalse, reason: "ClusterNetworkNotFound", msgHas: "nope", held: "none"},
+		{name: "a name no node can offer", net: net(strings.Repeat("r", 65), "trunk", i32(100), nil), cn: vlanCN(), status: metav1.ConditionFalse, reason: "NameTooLong", msgHas: "at most 64", held: "True"},
+		{name: "vni on vlan", net: net("red", "trunk", nil, i32(7)), cn: vlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vlanId", held: "none"},
 		{name: "vlanId on vxlan", net: net("red", "overlay", i32(7), nil), cn: vxlanCN(), status: metav1.ConditionFalse, reason: "TypeMismatch", msgHas: "spec.vni"},
-		{name: "segment taken", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), others: []*netclassv1alpha1.Network{older}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "tenant/first"},
+		{name: "segment taken", net: net("red", "trunk", i32(100), nil), cn: vlanCN(), others: []*netclassv1alpha1.Network{older}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "tenant/first", held: "False"},
 		{name: "segment taken under another cluster network", net: net("blue", "overlay2", nil, i32(5001)), cn: vxlanCN2(),
 			others: []*netclassv1alpha1.Network{olderVXLAN}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "VNI 5001 is already used by Network tenant/first"},
 		{name: "segment taken by a podnetwork", net: net("blue", "overlay", nil, i32(5001)), cn: vxlanCN(),
 			pns: []*multinetworkv1.PodNetwork{olderPN}, status: metav1.ConditionFalse, reason: "SegmentConflict", msgHas: "PodNetwork pn-5001"},
 		{name: "tenant ipam dataDir refused", net: withIPAM(net("red", "trunk", i32(100), nil), `{"type":"dhcp","daemonSocketPath":"/tmp/x"}`), cn: vlanCN(),
 			status: metav1.ConditionFalse, reason: "InvalidConfig", msgHas: "spec.ipam.daemonSocketPath"},
-		{name: "older one keeps it", net: older, cn: vlanCN(), others: []*netclassv1alpha1.Network{net("red", "trunk", i32(100), nil)}, status: metav1.ConditionTrue, reason: "Ready", config: true},
-		{name: "invalid config", net: net("red", "trunk", i32(100), nil), cn: badMTU, status: metav1.ConditionFalse, reason: "InvalidConfig", msgHas: "mtu"},
+		{name: "older one keeps it", net: older, cn: vlanCN(), others: []*netclassv1alpha1.Network{net("red", "trunk", i32(100), nil)}, status: metav1.ConditionTrue, reason: "Ready", config: true, held: "True"},
+		{name: "invalid config", net: net("red", "trunk", i32(100), nil), cn: badMTU, status: metav1.ConditionFalse, reason: "InvalidConfig", msgHas: "mtu", held: "True"},
 		{name: "cluster network not ready", net: net("red", "trunk", i32(100), nil), cn: notReady, status: metav1.ConditionFalse, reason: "ClusterNetworkNotReady", config: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,8 +118,18 @@ func TestEvaluate(t *testing.T) {
 			if (o.Config != nil) != tc.config {
 				t.Errorf("config %v, want one: %v", o.Config, tc.config)
 			}
+			if got := heldStatus(o.Held); tc.held != "" && got != tc.held {
+				t.Errorf("SegmentHeld %s, want %s", got, tc.held)
+			}
 		})
 	}
+}
+
+func heldStatus(c *metav1.Condition) string {
+	if c == nil {
+		return "none"
+	}
+	return string(c.Status)
 }
 
 func TestSameConfig(t *testing.T) {
@@ -145,7 +156,8 @@ func TestReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Status.Type != netclassv1alpha1.NetworkTypeVLAN || got.Status.ObservedGeneration != 2 || got.Status.Config == nil ||
-		!strings.Contains(string(got.Status.Config.Raw), `"vlanId":100`) || !condition.IsTrue(got.Status.Conditions, "Ready") {
+		!strings.Contains(string(got.Status.Config.Raw), `"vlanId":100`) || !condition.IsTrue(got.Status.Conditions, "Ready") ||
+		!condition.IsTrue(got.Status.Conditions, netclassv1alpha1.ConditionSegmentHeld) {
 		t.Errorf("status %+v (config %s)", got.Status, got.Status.Config)
 	}
 	if ev := env.Events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Ready") {

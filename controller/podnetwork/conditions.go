@@ -46,6 +46,13 @@ func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) met
 		multinetworkv1.PodNetworkReasonReady, "parameters are a valid netclass plugin configuration")
 }
 
+// HeldCondition computes the SegmentHeld condition of a netclass.dev PodNetwork, whatever its
+// Ready (a disabled or invalid one holds its segment too): nil when it has none.
+func HeldCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) *metav1.Condition {
+	self := netspec.PodNetworkHolder(pn)
+	return netspec.HeldCondition(self, netspec.Owner(self, holders))
+}
+
 // ValidateParameters renders spec.parameters into a plugin configuration with
 // conf/netconf, with what each node fills in itself (master, automatic
 // remotes, its block of host-local ranges) stood in for (conf/netspec).
@@ -68,11 +75,13 @@ func ValidateParameters(pn *multinetworkv1.PodNetwork) error {
 	return errors.Join(errs...)
 }
 
-// falseConditions lists the types of False conditions other than Ready and InUse.
+// falseConditions lists the types of False conditions other than netclass's own: Ready,
+// InUse and SegmentHeld (whose False is Ready's SegmentConflict).
 func falseConditions(conds []metav1.Condition) []string {
 	var out []string
 	for _, c := range conds {
-		if c.Type == multinetworkv1.PodNetworkConditionReady || c.Type == multinetworkv1.PodNetworkConditionInUse {
+		switch c.Type {
+		case multinetworkv1.PodNetworkConditionReady, multinetworkv1.PodNetworkConditionInUse, netclassv1alpha1.ConditionSegmentHeld:
 			continue
 		}
 		if c.Status == metav1.ConditionFalse {

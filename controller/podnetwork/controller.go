@@ -227,7 +227,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if err != nil {
 		return worker.Result{}, err
 	}
-	if pn, err = c.updateStatus(ctx, pn, ReadyCondition(pn, holders), users, deleting); err != nil {
+	conds := statusConditions{ready: ReadyCondition(pn, holders), held: HeldCondition(pn, holders)}
+	if pn, err = c.updateStatus(ctx, pn, conds, users, deleting); err != nil {
 		return worker.Result{}, err
 	}
 	if deleting && len(users) == 0 {
@@ -269,13 +270,21 @@ func (c *Controller) removeFinalizer(ctx context.Context, pn *multinetworkv1.Pod
 	return nil
 }
 
-// updateStatus writes Ready and InUse when they differ, then emits an event per transition.
-func (c *Controller) updateStatus(ctx context.Context, pn *multinetworkv1.PodNetwork, ready metav1.Condition, users []string, deleting bool) (*multinetworkv1.PodNetwork, error) {
+// statusConditions are the conditions Reconcile computes (InUse is updateStatus's).
+type statusConditions struct {
+	ready metav1.Condition
+	held  *metav1.Condition
+}
+
+// updateStatus writes Ready, SegmentHeld and InUse when they differ, then emits an event per
+// transition of Ready and InUse (a lost segment is Ready's SegmentConflict).
+func (c *Controller) updateStatus(ctx context.Context, pn *multinetworkv1.PodNetwork, conds statusConditions, users []string, deleting bool) (*multinetworkv1.PodNetwork, error) {
 	upd := pn.DeepCopy()
-	inUse := InUseCondition(users, deleting)
+	ready, inUse := conds.ready, InUseCondition(users, deleting)
 	readyChange := condition.Set(&upd.Status.Conditions, ready, pn.Generation)
+	heldChange := condition.SetOrRemove(&upd.Status.Conditions, netclassv1alpha1.ConditionSegmentHeld, conds.held, pn.Generation)
 	inUseChange := condition.Set(&upd.Status.Conditions, inUse, pn.Generation)
-	if !readyChange.Updated && !inUseChange.Updated {
+	if !readyChange.Updated && !heldChange.Updated && !inUseChange.Updated {
 		return pn, nil
 	}
 	out, err := c.client.MultinetworkV1().PodNetworks().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})

@@ -86,6 +86,11 @@ func TestReadyCondition(t *testing.T) {
 			others: []*multinetworkv1.PodNetwork{pn("blue", true, bridgeParams)}, status: metav1.ConditionTrue, reason: "Ready",
 		},
 		{
+			name:   "SegmentHeld False does not count (Ready says SegmentConflict)",
+			pn:     pn("blue", true, bridgeParams, metav1.Condition{Type: "SegmentHeld", Status: metav1.ConditionFalse}),
+			status: metav1.ConditionTrue, reason: "Ready",
+		},
+		{
 			name:   "InUse False does not count",
 			pn:     pn("blue", true, bridgeParams, metav1.Condition{Type: "InUse", Status: metav1.ConditionFalse}),
 			status: metav1.ConditionTrue, reason: "Ready",

@@ -61,9 +61,18 @@ func TestReconcileSetsFinalizerAndConditions(t *testing.T) {
 	if inUse := condition.Get(blue.Status.Conditions, "InUse"); inUse == nil || inUse.Status != metav1.ConditionFalse {
 		t.Errorf("InUse = %+v", inUse)
 	}
-	bad := condition.Get(get(t, env, "bad").Status.Conditions, "Ready")
+	if held := condition.Get(blue.Status.Conditions, "SegmentHeld"); held == nil || held.Status != metav1.ConditionTrue ||
+		held.Message != "bridge blue0 belongs to this network" {
+		t.Errorf("SegmentHeld = %+v", held)
+	}
+	badPN := get(t, env, "bad")
+	bad := condition.Get(badPN.Status.Conditions, "Ready")
 	if bad == nil || bad.Reason != "InvalidParameters" || !strings.Contains(bad.Message, "mtu") {
 		t.Errorf("bad Ready = %+v", bad)
+	}
+	// An invalid PodNetwork holds its segment too (the default bridge).
+	if held := condition.Get(badPN.Status.Conditions, "SegmentHeld"); held == nil || held.Status != metav1.ConditionTrue {
+		t.Errorf("bad SegmentHeld = %+v", held)
 	}
 	events := env.Events()
 	if !hasEvent(events, "Ready") || !hasEvent(events, "InvalidParameters") {

@@ -40,7 +40,9 @@ type Host interface {
 // A network object is described once per NetworkClass naming its kind. The
 // node decides from the objects' specs alone what it offers and runs: a
 // Network's config is rendered here (conf/netspec), and an object whose
-// segment an older one holds is not offered, whatever any status says.
+// segment an older one holds is not offered, whatever any status says (but
+// the SegmentHeld condition that breaks the tie of two objects created in
+// the same second: netspec.Owner).
 func Collect(objs Objects, host Host, self string) ([]Network, []Skip, error) {
 	classes, err := objs.NetworkClasses()
 	if err != nil {

@@ -72,6 +72,7 @@ func TestController(t *testing.T) {
 	t.Run("NetworkClass", func(t *testing.T) { testNetworkClass(t, e) })
 	t.Run("PodNetworkLifecycle", func(t *testing.T) { testPodNetworkLifecycle(t, e) })
 	t.Run("InUseHoldsDeletion", func(t *testing.T) { testInUse(t, e) })
+	t.Run("SegmentSameSecond", func(t *testing.T) { testSegmentSameSecond(t, e) })
 	t.Run("ClusterNetworkAndNetwork", func(t *testing.T) { testClusterNetwork(t, e) })
 	t.Run("NetworkQoS", func(t *testing.T) { testNetworkQoS(t, e) })
 	t.Run("GeneratedNAD", func(t *testing.T) { testGeneratedNAD(t, e) })

@@ -102,6 +102,10 @@ func TestTenantCannotChooseWhatRuns(t *testing.T) {
 	tenant.Apply(t, tenantNetwork("copycat", cluster, other, fmt.Sprintf(`{ranges: [[{subnet: %s}]]}`, harness.RandomSubnet())))
 	waitNetworkReady(t, e, ns, "copycat", metav1.ConditionFalse, ncv1.ReasonSegmentConflict, fmt.Sprintf("VNI %d is already used by Network %s/taken", other, neighbour))
 	waitNotOffered(t, e, class, ns, "copycat")
+	// The neighbour keeps it, though copycat may have been created in the
+	// same second and its namespace's name may sort first.
+	waitNetworkReady(t, e, neighbour, "taken", metav1.ConditionTrue, ncv1.ReasonReady, "")
+	e.WaitDevice(t, class, neighbour, "taken", true)
 
 	// Its own segment with ranges of the ClusterNetwork's type: fine.
 	tenant.Apply(t, tenantNetwork("good", cluster, vni, fmt.Sprintf(`{ranges: [[{subnet: %s}]]}`, harness.RandomSubnet())))

@@ -26,6 +26,18 @@ const (
 	ReasonNameTooLong = "NameTooLong"
 )
 
+// The SegmentHeld condition of a Network or a netclass.dev PodNetwork with a
+// segment, written by netclass-controller: True (reason SegmentHeld) while
+// the object holds it, its message naming the segment; False (reason
+// SegmentConflict) while another object does. Creation timestamps have
+// one-second precision: of two objects created in the same second, the one
+// whose condition says it held the segment first keeps it (conf/netspec),
+// so a network in use never loses its segment to one created just after it.
+const (
+	ConditionSegmentHeld = "SegmentHeld"
+	ReasonSegmentHeld    = "SegmentHeld"
+)
+
 // Network is a VLAN (vlanId) or VXLAN (vni) segment under a ClusterNetwork,
 // usable by the pods of its namespace. netclass-controller renders it into a
 // netclass-vlan or netclass-vxlan plugin config, published in its status.
