@@ -54,6 +54,9 @@ func kill(t *testing.T, d *harness.DRA) {
 // restartAtEnd leaves a running daemon to the next test, whatever happened.
 func restartAtEnd(t *testing.T, d *harness.DRA) {
 	t.Cleanup(func() {
+		if t.Failed() { // what the killed and restarted daemon did, for the CI log
+			t.Logf("netclass-dra on node %s, the end of its log:%s", d.Node, d.Tail(60))
+		}
 		if d.PID() == 0 {
 			restart(t, d)
 		}
