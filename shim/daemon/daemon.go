@@ -288,8 +288,8 @@ func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
 	d.devices = newDeviceLoop(&nodedevices.Engine{DataDir: render.StateDir}, nadfiles.Dir{Path: d.cfg.nadDir(), AgentDir: d.cfg.ForeignRecordDir})
 	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
 	collect.offered = d.devices.Offer
-	d.publisher = publish.New(collect,
-		publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs})
+	d.publisher = publish.New(collect, publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs,
+		Changed: func() { d.qos.Trigger() }}) // d.qos is made before the publisher runs
 }
 
 func (d *Daemon) plugins(ctx context.Context) {

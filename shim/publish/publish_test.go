@@ -357,3 +357,37 @@ func TestBuildDropsDuplicates(t *testing.T) {
 		}
 	}
 }
+
+// Changed is called after the publications that change what a device
+// stands for, and only those: a network's labels are the rule agent's.
+func TestPublisherChanged(t *testing.T) {
+	src := &fakeSource{}
+	a := podNet("a")
+	src.set(a)
+	calls := 0
+	p := New(src, Options{Pool: "node1", Changed: func() { calls++ }})
+	if err := p.Prime(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	relabelled := podNet("a")
+	relabelled.Labels = map[string]string{"qos": "gold"}
+	for i, step := range []struct {
+		nets []network.Network
+		want int
+	}{
+		{nets: []network.Network{a}, want: 0}, // as primed
+		{nets: []network.Network{a}, want: 0},
+		{nets: []network.Network{relabelled}, want: 1},
+		{nets: []network.Network{relabelled, podNet("b")}, want: 2},
+		{nets: []network.Network{relabelled}, want: 3},
+		{nets: []network.Network{relabelled}, want: 3},
+	} {
+		src.set(step.nets...)
+		if err := p.Sync(context.Background(), &fakeSink{}); err != nil {
+			t.Fatal(err)
+		}
+		if calls != step.want {
+			t.Errorf("step %d: %d calls, want %d", i, calls, step.want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -46,6 +48,12 @@ type Options struct {
 	Resync time.Duration
 	// VFs lists SR-IOV VFs; nil publishes no SR-IOV network.
 	VFs VFSource
+	// Changed, when set, is called after a publication that changed what a
+	// device stands for (a network offered or withdrawn, its labels or
+	// config changed): the node's rule agent reads its targets' networks
+	// from Lookup, so a network's new labels must reach its NetworkQoS
+	// selectors without waiting for another trigger.
+	Changed func()
 }
 
 // Publisher keeps the node's ResourceSlices in line with the network objects.
@@ -174,18 +182,16 @@ func (p *Publisher) Sync(ctx context.Context, sink Sink) error {
 		return fmt.Errorf("publish %d devices in pool %s: %w", len(devices), p.opts.Pool, err)
 	}
 	p.mu.Lock()
-	changed := len(table) != len(p.table)
-	for name := range table {
-		if _, ok := p.table[name]; !ok {
-			changed = true
-		}
-	}
+	changed := !maps.EqualFunc(p.table, table, func(a, b network.Offer) bool { return reflect.DeepEqual(a, b) })
 	p.table = table
 	close(p.published)
 	p.published = make(chan struct{})
 	p.mu.Unlock()
 	if changed {
 		klog.FromContext(ctx).V(2).Info("Published networks", "pool", p.opts.Pool, "networks", nets, "devices", len(devices), "mode", p.Mode())
+		if p.opts.Changed != nil {
+			p.opts.Changed()
+		}
 	}
 	return nil
 }
