@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,32 @@ type Listeners struct {
 	closers []func() error
 	inits   map[uint32]bool // initiate tags of the SCTP INITs received
 	arrived chan struct{}   // closed and replaced at every INIT
+	// udpSources counts the source ports of the UDP probes sent to these
+	// listeners (udpSourcePort).
+	udpSources atomic.Uint32
+}
+
+// The source ports of UDP probes: below the kernel's ephemeral range
+// (32768 and up), so no socket the kernel numbered holds one.
+const (
+	udpSourceFirst = 10000
+	udpSourceCount = 20000
+)
+
+// udpSourcePort is the source port of the next UDP probe to these
+// listeners: each probe to a pod's port is a new flow. A port the kernel
+// chose could repeat one of a probe seconds before, and while conntrack
+// remembers that flow (30 s after its answer) the new probe is part of it,
+// allowed whatever a policy written since says. A pod's probes go round
+// the 20,000 ports in several minutes.
+func (l *Listeners) udpSourcePort() int {
+	for {
+		old := l.udpSources.Load()
+		next := (old + 1) % udpSourceCount
+		if l.udpSources.CompareAndSwap(old, next) {
+			return udpSourceFirst + int(next)
+		}
+	}
 }
 
 // Listen opens the listeners in the network namespace at nsPath; they close
@@ -40,6 +67,9 @@ type Listeners struct {
 func Listen(t testing.TB, nsPath string, tcp, udp []int) *Listeners {
 	t.Helper()
 	l := &Listeners{inits: map[uint32]bool{}, arrived: make(chan struct{})}
+	var start [4]byte
+	rand.Read(start[:])
+	l.udpSources.Store(binary.BigEndian.Uint32(start[:]) % udpSourceCount)
 	t.Cleanup(l.close)
 	err := ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
 		for _, p := range tcp {
@@ -166,7 +196,7 @@ func Probe(nsPath string, proto corev1.Protocol, addr netip.Addr, port int, serv
 	err = ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
 		switch proto {
 		case corev1.ProtocolUDP:
-			open, err = probeUDP(addr, port)
+			open, err = probeUDP(addr, port, server)
 		case corev1.ProtocolSCTP:
 			open, err = probeSCTP(addr, port, server)
 		default:
@@ -226,8 +256,10 @@ func probeTCP(nsPath string, addr netip.Addr, port int) (bool, error) {
 	return false, nil
 }
 
-func probeUDP(addr netip.Addr, port int) (bool, error) {
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, uint16(port))))
+// probeUDP sends from a source port of server's (udpSourcePort), or one the
+// kernel chooses when there are no listeners to count them.
+func probeUDP(addr netip.Addr, port int, server *Listeners) (bool, error) {
+	c, err := dialUDP(netip.AddrPortFrom(addr, uint16(port)), server)
 	if err != nil {
 		return false, err
 	}
@@ -250,6 +282,20 @@ func probeUDP(addr netip.Addr, port int) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+func dialUDP(to netip.AddrPort, server *Listeners) (*net.UDPConn, error) {
+	raddr := net.UDPAddrFromAddrPort(to)
+	if server == nil {
+		return net.DialUDP("udp", nil, raddr)
+	}
+	for range 10 { // a port in use in the namespace (a listener of its own): the next
+		c, err := net.DialUDP("udp", &net.UDPAddr{Port: server.udpSourcePort()}, raddr)
+		if !errors.Is(err, unix.EADDRINUSE) {
+			return c, err
+		}
+	}
+	return nil, fmt.Errorf("udp to %s: 10 source ports in a row in use", to)
 }
 
 func probeSCTP(addr netip.Addr, port int, server *Listeners) (bool, error) {

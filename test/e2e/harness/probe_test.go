@@ -96,3 +96,24 @@ func isolate(t *testing.T, n *nstest.NS, plan *netpol.Plan) {
 		t.Fatal(err)
 	}
 }
+
+// Each UDP probe to a pod is a new flow: its source port does not repeat
+// before the listeners' whole range went round, and stays out of the
+// kernel's ephemeral range.
+func TestUDPSourcePortsDoNotRepeat(t *testing.T) {
+	for _, start := range []uint32{0, udpSourceCount - 1, 1<<32 - 3} {
+		l := &Listeners{}
+		l.udpSources.Store(start)
+		seen := map[int]bool{}
+		for range udpSourceCount {
+			p := l.udpSourcePort()
+			if p < udpSourceFirst || p >= udpSourceFirst+udpSourceCount || p >= 32768 {
+				t.Fatalf("start %d: source port %d, want in [%d, %d) and below 32768", start, p, udpSourceFirst, udpSourceFirst+udpSourceCount)
+			}
+			if seen[p] {
+				t.Fatalf("start %d: source port %d again after %d probes, want none before %d", start, p, len(seen), udpSourceCount)
+			}
+			seen[p] = true
+		}
+	}
+}
