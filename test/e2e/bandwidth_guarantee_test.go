@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,19 +48,17 @@ func TestBandwidthGuaranteeUnderContention(t *testing.T) {
 	e.ClaimTemplate(t, ns, "be", class, ns, "red", nil) // best effort: the policy's default, 0
 
 	senders := []string{"a0", "a1", "a2", "be"}
-	var pods []string
+	var allocated, others []*corev1.Pod
 	for i, s := range senders {
-		tmpl := "bw30"
 		if s == "be" {
-			tmpl = "be"
+			others = append(others, harness.PodOn(n1.Name, ns, s, "be"))
+		} else {
+			allocated = append(allocated, harness.PodOn(n1.Name, ns, s, "bw30"))
 		}
-		e.CreatePod(t, harness.PodOn(n1.Name, ns, s, tmpl))
-		e.CreatePod(t, harness.PodOn(n2.Name, ns, fmt.Sprintf("r%d", i), "be"))
-		pods = append(pods, s, fmt.Sprintf("r%d", i))
+		others = append(others, harness.PodOn(n2.Name, ns, fmt.Sprintf("r%d", i), "be"))
 	}
-	for _, p := range pods {
-		testbed.WaitForPodRunning(t, e.Kube, ns, p, harness.PodTimeout)
-	}
+	e.RunPodsInTurn(t, allocated...) // 90M of the device's 100M
+	e.RunPods(t, others...)
 	for _, s := range senders[:3] {
 		checkAllocated(t, e, ns, s, 30_000_000)
 	}

@@ -58,7 +58,7 @@ func TestBandwidthCapacity(t *testing.T) {
 	for i := range 3 {
 		pods = append(pods, harness.PodOn(e.Node, ns, fmt.Sprintf("p%d", i), "bw30"))
 	}
-	e.RunPods(t, pods...)
+	e.RunPodsInTurn(t, pods...)
 	fourth := harness.PodOn(e.Node, ns, "p3", "bw30")
 	e.CreatePod(t, fourth)
 	msg := waitClaimUnallocatable(t, e, ns, "p3")

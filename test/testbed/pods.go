@@ -157,7 +157,7 @@ func WaitForPodRunning(t testing.TB, c kubernetes.Interface, namespace, name str
 				return false, "", fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 			}
 			pod = p
-			note := podSummary(p)
+			note := PodSummary(p)
 			switch p.Status.Phase {
 			case corev1.PodSucceeded, corev1.PodFailed:
 				return false, note, fmt.Errorf("pod %s/%s ended: %s; events: %s", namespace, name, note, Events(ctx, c, namespace, name))
@@ -183,7 +183,9 @@ func WaitForPodRunning(t testing.TB, c kubernetes.Interface, namespace, name str
 	return pod
 }
 
-func podSummary(p *corev1.Pod) string {
+// PodSummary is a pod's phase, its conditions that are not True, and its
+// containers that wait or ended, on one line.
+func PodSummary(p *corev1.Pod) string {
 	parts := []string{"phase " + string(p.Status.Phase)}
 	for _, cond := range p.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue && cond.Message != "" {

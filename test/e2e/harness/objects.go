@@ -319,6 +319,33 @@ func (e *Env) RunPods(t testing.TB, pods ...*corev1.Pod) {
 	}
 }
 
+// RunPodsInTurn is RunPods for pods whose claims consume one device's
+// capacity: each is created once the one before is bound to its node.
+// kube-scheduler v1.37.1 counts a claim's consumed capacity twice for a
+// moment at the end of its pod's binding (its allocation is in the claim
+// cache and still in flight: GatherAllocatedState adds both); a pod
+// scheduled in that moment onto a device filled near its capacity is found
+// unschedulable, and no later event (another claim's allocation) requeues
+// it: it waits for the scheduler's 5-minute retry. Scheduling such pods one
+// by one keeps a test to what it is about; README, Bandwidth capacity.
+func (e *Env) RunPodsInTurn(t testing.TB, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		e.CreatePod(t, p)
+		testbed.Poll(t, testbed.Context(t, PodTimeout), 100*time.Millisecond, fmt.Sprintf("pod %s/%s bound to a node", p.Namespace, p.Name),
+			func(ctx context.Context) (bool, string, error) {
+				got, err := e.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				return got.Spec.NodeName != "", testbed.PodSummary(got), nil
+			})
+	}
+	for _, p := range pods {
+		testbed.WaitForPodRunning(t, e.Kube, p.Namespace, p.Name, PodTimeout)
+	}
+}
+
 // ClaimOfPod returns the claim generated for one of the pod's claims.
 func (e *Env) ClaimOfPod(t testing.TB, ns, pod, podClaim string) *resourceapi.ResourceClaim {
 	t.Helper()
