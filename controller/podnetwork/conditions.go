@@ -21,6 +21,18 @@ import (
 // then a segment an older network object holds (SegmentConflict, netspec.Owner over
 // holders), then any other False condition a provider set (ConditionsNotReady), else Ready.
 func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) metav1.Condition {
+	return conditions(pn, holders).ready
+}
+
+// conditions computes Ready and SegmentHeld, the segment's owner once.
+func conditions(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) statusConditions {
+	self := netspec.PodNetworkHolder(pn)
+	owner := netspec.Owner(self, holders)
+	return statusConditions{ready: readyCondition(pn, self, owner), held: netspec.HeldCondition(self, owner)}
+}
+
+// readyCondition is ReadyCondition with the segment's owner (nil: none older).
+func readyCondition(pn *multinetworkv1.PodNetwork, self netspec.Holder, owner *netspec.Holder) metav1.Condition {
 	if !pn.Spec.Enabled {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
 			multinetworkv1.PodNetworkReasonAdministrativelyDisabled, "spec.enabled is false")
@@ -33,8 +45,7 @@ func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) met
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
 			multinetworkv1.PodNetworkReasonInvalidParameters, err.Error())
 	}
-	self := netspec.PodNetworkHolder(pn)
-	if owner := netspec.Owner(self, holders); owner != nil {
+	if owner != nil {
 		return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionFalse,
 			netclassv1alpha1.ReasonSegmentConflict, netspec.ConflictMessage(self, *owner))
 	}
@@ -44,13 +55,6 @@ func ReadyCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) met
 	}
 	return condition.New(multinetworkv1.PodNetworkConditionReady, metav1.ConditionTrue,
 		multinetworkv1.PodNetworkReasonReady, "parameters are a valid netclass plugin configuration")
-}
-
-// HeldCondition computes the SegmentHeld condition of a netclass.dev PodNetwork, whatever its
-// Ready (a disabled or invalid one holds its segment too): nil when it has none.
-func HeldCondition(pn *multinetworkv1.PodNetwork, holders []netspec.Holder) *metav1.Condition {
-	self := netspec.PodNetworkHolder(pn)
-	return netspec.HeldCondition(self, netspec.Owner(self, holders))
 }
 
 // ValidateParameters renders spec.parameters into a plugin configuration with

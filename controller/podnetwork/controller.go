@@ -227,8 +227,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if err != nil {
 		return worker.Result{}, err
 	}
-	conds := statusConditions{ready: ReadyCondition(pn, holders), held: HeldCondition(pn, holders)}
-	if pn, err = c.updateStatus(ctx, pn, conds, users, deleting); err != nil {
+	if pn, err = c.updateStatus(ctx, pn, conditions(pn, holders), users, deleting); err != nil {
 		return worker.Result{}, err
 	}
 	if deleting && len(users) == 0 {
