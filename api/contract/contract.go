@@ -134,6 +134,12 @@ const (
 	// malformed or names no netclass network, so the policy applies
 	// nowhere it was meant to (a Warning Event on the NetworkPolicy).
 	ReasonPolicyNetworksNotFound = "NetworksNotFound"
+	// ReasonNetworkStatusMissing: a netclass attachment Multus made for a
+	// pod still has no network identity (the pod's network-status does not
+	// name its NetworkAttachmentDefinition) a while after its ADD, so the
+	// node's agent gives it no NetworkPolicy or NetworkQoS, and a port that
+	// started closed passes nothing (a Warning Event on the pod).
+	ReasonNetworkStatusMissing = "NetworkStatusMissing"
 )
 
 // The opaque configuration's identity.

@@ -331,7 +331,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 		OnError: d.publisher.HandleError,
 	}
 	d.qos = d.newQoSAgent(ctx, recorder)
-	d.primaryNetwork(ctx)
+	d.primaryNetwork(ctx, recorder)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
 }
 

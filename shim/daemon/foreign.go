@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
@@ -35,13 +36,14 @@ const ForeignPollInterval = time.Second
 // for another CNI caller (Multus): the plugins' records in
 // cfg.ForeignRecordDir, matched to the node's sandboxes and pods, named
 // by the NAD of the pod's network-status. Off when the directory is "".
-func (d *Daemon) foreignAttachments(ctx context.Context, record *sandboxes.Record) {
+func (d *Daemon) foreignAttachments(ctx context.Context, sbs *sandboxes.Record, events record.EventRecorder) {
 	dir := d.cfg.ForeignRecordDir
 	if dir == "" {
 		return
 	}
-	src := &foreignSource{dir: dir, sandboxes: record.List, claims: d.runtime.Claims,
-		pods: nodePods{d.podFac.Core().V1().Pods().Lister()}}
+	src := &foreignSource{dir: dir, sandboxes: sbs.List, claims: d.runtime.Claims,
+		pods:    nodePods{d.podFac.Core().V1().Pods().Lister()},
+		unnamed: newUnnamedReporter(events, d.qos.Trigger)}
 	d.qos.Foreign = ruleagent.NewForeign(func() []ruleagent.ForeignAttachment { return src.list(ctx) }, qosport.RemovePortRules)
 	go watchRecords(ctx, dir, ForeignPollInterval, d.qos.Trigger)
 }
@@ -52,6 +54,9 @@ type foreignSource struct {
 	sandboxes func() []sandboxes.Sandbox
 	claims    func() []*checkpoint.Claim
 	pods      ruleagent.Pods
+	// unnamed tells the pods whose attachments wait too long for their
+	// network-status (nil: nobody).
+	unnamed *unnamedReporter
 }
 
 func (s *foreignSource) list(ctx context.Context) []ruleagent.ForeignAttachment {
@@ -59,7 +64,11 @@ func (s *foreignSource) list(ctx context.Context) []ruleagent.ForeignAttachment 
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Reading the netclass plugins' records failed; the attachments of the unreadable ones are left out", "dir", s.dir)
 	}
-	return matchForeign(recs, s.sandboxes(), claimed(s.claims()), s.pods.Pod)
+	out, waiting := matchForeign(recs, s.sandboxes(), claimed(s.claims()), s.pods.Pod)
+	if s.unnamed != nil {
+		s.unnamed.observe(waiting)
+	}
+	return out
 }
 
 // readRecords reads every network's records of the store (an unreadable
@@ -101,14 +110,15 @@ func claimed(claims []*checkpoint.Claim) map[string]bool {
 // matchForeign turns the records into the agent's foreign attachments:
 // those of a running sandbox of the node whose pod is known and names the
 // interface's NetworkAttachmentDefinition in its network-status; never a
-// claim attachment's (claimed), whatever its record says.
+// claim attachment's (claimed), whatever its record says. waiting are the
+// records of pods that ask Multus for networks and do not (yet) name the
+// interface's NAD (multus.Unnamed).
 func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[string]bool,
-	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool)) []ruleagent.ForeignAttachment {
+	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool)) (out []ruleagent.ForeignAttachment, waiting []waitingAttachment) {
 	byID := map[string]sandboxes.Sandbox{}
 	for _, sb := range sbs {
 		byID[sb.ID] = sb
 	}
-	var out []ruleagent.ForeignAttachment
 	for _, r := range recs {
 		sb, ok := byID[r.ContainerID]
 		if !ok || claimed[r.ContainerID+"/"+r.IfName] {
@@ -118,44 +128,50 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 		if !ok {
 			continue
 		}
-		status, err := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
-		if err != nil {
+		base, closed := recordedConfig(r.Config)
+		status, _ := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
+		nad, entry, ok := multus.NADOf(status, p.Namespace, r.IfName)
+		if !ok { // not Multus's, or its status not written yet (its update asks for a sync)
+			if why := multus.Unnamed(p.Annotations, p.Namespace, r.IfName); why != "" {
+				waiting = append(waiting, waitingAttachment{pod: p, key: sb.ID + "/" + r.IfName, ifName: r.IfName, closed: closed, why: why})
+			}
 			continue
 		}
-		nad, entry, ok := multus.NADOf(status, p.Namespace, r.IfName)
-		if !ok {
-			continue // not Multus's, or its status not written yet (its update asks for a sync)
-		}
 		out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
-			NetNS: r.NetNS, NAD: nad, HostIf: r.HostIf, MAC: entry.MAC, CIDRs: r.Addresses, Base: effectiveQoS(r.Config)})
+			NetNS: r.NetNS, NAD: nad, HostIf: r.HostIf, MAC: entry.MAC, CIDRs: r.Addresses, Base: base})
 	}
 	slices.SortFunc(out, func(a, b ruleagent.ForeignAttachment) int {
 		return strings.Compare(a.Pod.String()+"/"+a.IfName, b.Pod.String()+"/"+b.IfName)
 	})
-	return out
+	return out, waiting
 }
 
-// effectiveQoS is the qos the plugin applied at ADD with the configuration
-// it recorded (nil: none, or not a configuration netclass parses).
-func effectiveQoS(raw []byte) *qos.Spec {
+// recordedConfig is what a record's configuration says the plugin did at
+// ADD: the qos it applied (nil: none) and whether the port started closed
+// (portSecurity.startClosed); nothing for a configuration netclass does
+// not parse.
+func recordedConfig(raw []byte) (base *qos.Spec, startClosed bool) {
 	if len(raw) == 0 {
-		return nil
+		return nil, false
 	}
 	c, err := netconf.Parse(raw)
 	if err != nil {
-		return nil
+		return nil, false
 	}
+	var common *netconf.Common
 	switch c := c.(type) {
 	case *netconf.Bridge:
-		return c.EffectiveQoS
+		common = &c.Common
 	case *netconf.VLAN:
-		return c.EffectiveQoS
+		common = &c.Common
 	case *netconf.VXLAN:
-		return c.EffectiveQoS
+		common = &c.Common
 	case *netconf.SRIOV:
-		return c.EffectiveQoS
+		common = &c.Common
+	default:
+		return nil, false
 	}
-	return nil
+	return common.EffectiveQoS, common.PortSecurity != nil && common.PortSecurity.StartClosed
 }
 
 // watchRecords calls changed whenever the store's list of records (a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,34 +29,42 @@ func statusAnnotation(entries ...multus.Status) map[string]string {
 // for an interface a claim attached.
 func TestMatchForeign(t *testing.T) {
 	cfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscp":46}}}}`)
+	closedCfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","portSecurity":{"spoofCheck":true,"startClosed":true}}`)
 	recs := []*attach.Record{
 		{Network: "n", ContainerID: "sb-a", IfName: "net1", NetNS: "/ns/a", HostIf: "h-a", Addresses: []string{"10.7.0.2/24"}, Config: cfg},
-		{Network: "n", ContainerID: "sb-a", IfName: "net2", NetNS: "/ns/a"},    // a claim's (claimed)
-		{Network: "n", ContainerID: "sb-gone", IfName: "net1", NetNS: "/ns/x"}, // no running sandbox: cnitool's, or stopped
-		{Network: "n", ContainerID: "sb-b", IfName: "net1", NetNS: "/ns/b"},    // b's status has no net1 yet
-		{Network: "n", ContainerID: "sb-c", IfName: "net1", NetNS: "/ns/c"},    // c's UID is another pod's
+		{Network: "n", ContainerID: "sb-a", IfName: "net2", NetNS: "/ns/a"},                    // a claim's (claimed)
+		{Network: "n", ContainerID: "sb-gone", IfName: "net1", NetNS: "/ns/x"},                 // no running sandbox: cnitool's, or stopped
+		{Network: "n", ContainerID: "sb-b", IfName: "net1", NetNS: "/ns/b", Config: closedCfg}, // b's status has no net1 yet
+		{Network: "n", ContainerID: "sb-c", IfName: "net1", NetNS: "/ns/c"},                    // c's UID is another pod's
+		{Network: "n", ContainerID: "sb-d", IfName: "net1", NetNS: "/ns/d"},                    // d asks Multus for nothing
 	}
 	sbs := []sandboxes.Sandbox{
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, UID: "a", ID: "sb-a", NetNS: "/ns/a"},
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, UID: "b", ID: "sb-b", NetNS: "/ns/b"},
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "c"}, UID: "c-old", ID: "sb-c", NetNS: "/ns/c"},
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "d"}, UID: "d", ID: "sb-d", NetNS: "/ns/d"},
 	}
 	pods := map[string]*corev1.Pod{
 		"a": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a", Annotations: statusAnnotation(
 			multus.Status{Name: "primary", Interface: "eth0", Default: true},
 			multus.Status{Name: "t1/nad", Interface: "net1", IPs: []string{"10.7.0.2"}, MAC: "02:00:00:00:00:0a"},
 			multus.Status{Name: "t1/other", Interface: "net2"})}}, // even named so, net2 is the claim's
-		"b": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "b", UID: "b", Annotations: statusAnnotation(
-			multus.Status{Name: "primary", Interface: "eth0", Default: true})}},
+		"b": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "b", UID: "b", Annotations: asks(statusAnnotation(
+			multus.Status{Name: "primary", Interface: "eth0", Default: true}))}},
 		"c": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "c", UID: "c", Annotations: statusAnnotation(
 			multus.Status{Name: "t1/nad", Interface: "net1"})}},
+		"d": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "d", UID: "d"}},
 	}
 	get := func(ns, name string, uid types.UID) (*corev1.Pod, bool) {
 		p, ok := pods[name]
 		return p, ok && p.UID == uid
 	}
 	claims := []*checkpoint.Claim{{Devices: []checkpoint.Device{{Attachments: []checkpoint.Attachment{{SandboxID: "sb-a", IfName: "net2"}}}}}}
-	got := matchForeign(recs, sbs, claimed(claims), get)
+	got, waiting := matchForeign(recs, sbs, claimed(claims), get)
+	if len(waiting) != 1 || waiting[0].pod.Name != "b" || waiting[0].key != "sb-b/net1" || waiting[0].ifName != "net1" || !waiting[0].closed ||
+		!strings.Contains(waiting[0].why, "no entry for interface net1") {
+		t.Errorf("waiting %+v, want b's net1 only (closed, its status without net1)", waiting)
+	}
 	if len(got) != 1 {
 		t.Fatalf("got %d foreign attachments, want a's net1 only: %+v", len(got), got)
 	}
@@ -69,18 +78,29 @@ func TestMatchForeign(t *testing.T) {
 	}
 }
 
-func TestEffectiveQoS(t *testing.T) {
+func asks(a map[string]string) map[string]string {
+	a[multus.AnnotationNetworks] = "t1/nad"
+	return a
+}
+
+func TestRecordedConfig(t *testing.T) {
 	for _, tc := range []struct {
-		raw  string
-		dscp int
+		raw    string
+		dscp   int
+		closed bool
 	}{
-		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","qos":{"dscp":10}}`, 10},
-		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","qos":{"dscp":10},"args":{"cni":{"qos":{"dscp":46}}}}`, 46},
-		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge"}`, -1},
-		{`{"type":"bridge"}`, -1},
-		{``, -1},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","qos":{"dscp":10}}`, 10, false},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","qos":{"dscp":10},"args":{"cni":{"qos":{"dscp":46}}}}`, 46, false},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge"}`, -1, false},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-vxlan","vni":7,"local":"10.0.0.1","portSecurity":{"spoofCheck":true,"startClosed":true}}`, -1, true},
+		{`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","portSecurity":{"spoofCheck":true}}`, -1, false},
+		{`{"type":"bridge"}`, -1, false},
+		{``, -1, false},
 	} {
-		got := effectiveQoS([]byte(tc.raw))
+		got, closed := recordedConfig([]byte(tc.raw))
+		if closed != tc.closed {
+			t.Errorf("%s: startClosed %v, want %v", tc.raw, closed, tc.closed)
+		}
 		switch {
 		case tc.dscp < 0 && got != nil:
 			t.Errorf("%s: %+v, want none", tc.raw, got)

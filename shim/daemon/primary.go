@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/plugins/qosport"
@@ -18,15 +19,15 @@ import (
 // agent for a sync, and a new sandbox a NetworkQoS selects gets its rules
 // in RunPodSandbox, before its containers start. The record also maps
 // the foreign attachments' sandboxes to their pods (foreignAttachments).
-func (d *Daemon) primaryNetwork(ctx context.Context) {
-	record := &sandboxes.Record{OnChange: d.qos.Trigger}
-	d.qos.Primary = ruleagent.NewPrimary(record.List, qosport.HostEnd, qosport.RemovePortRules)
-	d.qos.Primary.Ready = record.Synchronized
+func (d *Daemon) primaryNetwork(ctx context.Context, events record.EventRecorder) {
+	sbs := &sandboxes.Record{OnChange: d.qos.Trigger}
+	d.qos.Primary = ruleagent.NewPrimary(sbs.List, qosport.HostEnd, qosport.RemovePortRules)
+	d.qos.Primary.Ready = sbs.Synchronized
 	d.qos.Primary.GC = qosport.RemoveStaleHostRules
-	d.runtime.Sandboxes = &sandboxWatcher{record: record, agent: d.qos,
+	d.runtime.Sandboxes = &sandboxWatcher{record: sbs, agent: d.qos,
 		qos:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		pods: podGetter{cache: d.podFac.Core().V1().Pods().Lister(), client: d.kube}}
-	d.foreignAttachments(ctx, record)
+	d.foreignAttachments(ctx, sbs, events)
 }
 
 // sandboxWatcher is the runtime's view of the node's sandboxes

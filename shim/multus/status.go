@@ -16,8 +16,12 @@ import (
 )
 
 // AnnotationNetworkStatus is where Multus records a pod's interfaces
-// (NPWG's network-status: a JSON list, one entry per interface).
-const AnnotationNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
+// (NPWG's network-status: a JSON list, one entry per interface);
+// AnnotationNetworks is where a pod asks Multus for its secondary networks.
+const (
+	AnnotationNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
+	AnnotationNetworks      = "k8s.v1.cni.cncf.io/networks"
+)
 
 // Status is one entry of the network-status annotation (the fields netclass reads).
 type Status struct {
@@ -80,4 +84,37 @@ func ParseNADName(s, ns string) (types.NamespacedName, error) {
 		return types.NamespacedName{}, fmt.Errorf("network %q: %w", s, err)
 	}
 	return types.NamespacedName{Namespace: namespace, Name: name}, nil
+}
+
+// Unnamed says why a pod that asks Multus for secondary networks does not
+// (yet) name the NetworkAttachmentDefinition of its interface ifname in its
+// network-status: no annotation, one that does not parse, no entry for
+// the interface, or an entry naming no valid NAD. "" when it names one,
+// when the interface is the pod's default network, or when the pod asks
+// Multus for nothing (the interface is then not Multus's to name).
+func Unnamed(annotations map[string]string, podNamespace, ifname string) string {
+	if _, asked := annotations[AnnotationNetworks]; !asked {
+		return ""
+	}
+	value, written := annotations[AnnotationNetworkStatus]
+	if !written {
+		return "the pod has no " + AnnotationNetworkStatus + " annotation"
+	}
+	entries, err := ParseStatus(value)
+	if err != nil {
+		return err.Error()
+	}
+	for _, e := range entries {
+		if e.Interface != ifname {
+			continue
+		}
+		if e.Default {
+			return ""
+		}
+		if _, err := ParseNADName(e.Name, podNamespace); err != nil {
+			return fmt.Sprintf("annotation %s, interface %s: %v", AnnotationNetworkStatus, ifname, err)
+		}
+		return ""
+	}
+	return fmt.Sprintf("annotation %s has no entry for interface %s", AnnotationNetworkStatus, ifname)
 }

@@ -2,6 +2,7 @@ package multus
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -104,4 +105,36 @@ func FuzzParseStatus(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestUnnamed(t *testing.T) {
+	asked := func(status string) map[string]string {
+		a := map[string]string{AnnotationNetworks: "t1/ncbr"}
+		if status != "-" {
+			a[AnnotationNetworkStatus] = status
+		}
+		return a
+	}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		ifname      string
+		want        string // a part of the reason; "" for none
+	}{
+		{"named", asked(bedStatus), "net1", ""},
+		{"a bare name, in the pod's namespace", asked(bedStatus), "net2", ""},
+		{"the default network", asked(bedStatus), "eth0", ""},
+		{"no request for Multus networks", map[string]string{}, "net1", ""},
+		{"no request, a status anyway", map[string]string{AnnotationNetworkStatus: `[]`}, "net1", ""},
+		{"no status yet", asked("-"), "net1", "has no k8s.v1.cni.cncf.io/network-status annotation"},
+		{"no entry for it", asked(bedStatus), "net3", "has no entry for interface net3"},
+		{"does not parse", asked(`{`), "net1", "annotation k8s.v1.cni.cncf.io/network-status: unexpected end of JSON input"},
+		{"no valid NAD", asked(`[{"name":"T1/x","interface":"net1"}]`), "net1", `interface net1: network "T1/x": namespace "T1"`},
+	}
+	for _, tc := range tests {
+		got := Unnamed(tc.annotations, "pods", tc.ifname)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: Unnamed = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

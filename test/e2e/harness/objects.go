@@ -327,7 +327,8 @@ func (e *Env) RunPods(t testing.TB, pods ...*corev1.Pod) {
 // scheduled in that moment onto a device filled near its capacity is found
 // unschedulable, and no later event (another claim's allocation) requeues
 // it: it waits for the scheduler's 5-minute retry. Scheduling such pods one
-// by one keeps a test to what it is about; README, Bandwidth capacity.
+// by one keeps a test to what it is about (README: "An upstream scheduler
+// race near capacity").
 func (e *Env) RunPodsInTurn(t testing.TB, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, p := range pods {

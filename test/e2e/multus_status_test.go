@@ -1,0 +1,111 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/shim/daemon"
+	"github.com/netclass-dev/netclass/test/e2e/harness"
+	"github.com/netclass-dev/netclass/test/testbed"
+)
+
+// A netclass attachment Multus made whose pod's network-status stops
+// naming its NAD (whoever may update the pod can edit the annotation) has
+// no network the node's agent can tell: once it has waited
+// daemon.NetworkStatusGrace, the pod gets a Warning Event
+// NetworkStatusMissing naming the interface and why; only one.
+func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
+	e := harness.Shared(t)
+	startMultus(t)
+	n := e.Nodes[len(e.Nodes)-1]
+	id := fmt.Sprintf("%05d", time.Now().UnixNano()%100000)
+	network, bridge := "e2e-unnamed-"+id, "ncun"+id
+	ipamDir := "/var/lib/cni/netclass-e2e-unnamed-" + id
+	t.Cleanup(func() { removeNADState(t, n, bridge, network, ipamDir) })
+	ns := testbed.Namespace(t, e.Kube)
+	createNAD(t, e, ns, "ncbr", map[string]any{
+		"cniVersion": "1.0.0", "name": network, "type": "netclass-bridge", "bridge": bridge,
+		"ipam": map[string]any{"type": "host-local", "dataDir": ipamDir, "ranges": []any{[]any{map[string]any{"subnet": "10.79.0.0/24"}}}},
+	})
+	p := testbed.OnNode(testbed.Pod(ns, "a", "sleep", "3600"), n.Name)
+	p.Annotations = map[string]string{annotationNetworks: `[{"name": "ncbr", "interface": "net1"}]`}
+	e.RunPods(t, p)
+	pod := getPod(t, e, ns, "a")
+	if st := statusOf(t, pod, "net1"); st.Name != ns+"/ncbr" {
+		t.Fatalf("network-status entry of net1 %+v, want it to name %s/ncbr", st, ns)
+	}
+	stripStatus(t, e, pod, "net1")
+	stripped := time.Now()
+	want := "interface net1, made by a netclass plugin for Multus, gets no NetworkPolicy or NetworkQoS change, until the pod's network-status names its NetworkAttachmentDefinition: annotation " +
+		annotationNetworkStatus + " has no entry for interface net1"
+	var got []corev1.Event
+	testbed.Poll(t, testbed.Context(t, daemon.NetworkStatusGrace+time.Minute), 500*time.Millisecond, "a Warning Event "+contract.ReasonNetworkStatusMissing+" on pod a",
+		func(ctx context.Context) (bool, string, error) {
+			got = podEvents(ctx, t, e, ns, "a", contract.ReasonNetworkStatusMissing)
+			return len(got) > 0, testbed.Events(ctx, e.Kube, ns, "a"), nil
+		})
+	took := time.Since(stripped)
+	if ev := got[0]; ev.Type != corev1.EventTypeWarning || ev.Message != want || ev.Count > 1 || len(got) > 1 {
+		t.Errorf("events %s: %+v, want one Warning, once, saying %q", contract.ReasonNetworkStatusMissing, got, want)
+	}
+	if took < daemon.NetworkStatusGrace {
+		t.Errorf("the Event came %v after the annotation was edited, before the grace of %v", took, daemon.NetworkStatusGrace)
+	}
+	t.Logf("%v after the edit: %s %s: %s", took.Round(time.Millisecond), got[0].Type, got[0].Reason, got[0].Message)
+	deletePodAndWait(t, e, ns, "a")
+}
+
+// stripStatus removes the interface's entry from the pod's network-status,
+// as a user allowed to update the pod can.
+func stripStatus(t *testing.T, e *harness.Env, pod *corev1.Pod, ifname string) {
+	t.Helper()
+	var entries []map[string]any
+	if err := json.Unmarshal([]byte(pod.Annotations[annotationNetworkStatus]), &entries); err != nil {
+		t.Fatalf("network-status of %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	var kept []map[string]any
+	for _, en := range entries {
+		if en["interface"] != ifname {
+			kept = append(kept, en)
+		}
+	}
+	value, err := json.Marshal(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotationNetworkStatus: string(value)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Kube.CoreV1().Pods(pod.Namespace).Patch(testbed.Context(t, time.Minute), pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch the network-status of %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+}
+
+// podEvents lists the pod's events of the reason.
+func podEvents(ctx context.Context, t *testing.T, e *harness.Env, ns, pod, reason string) []corev1.Event {
+	t.Helper()
+	list, err := e.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=" + reason})
+	if err != nil {
+		t.Logf("list events: %v", err)
+		return nil
+	}
+	var out []corev1.Event
+	for _, ev := range list.Items {
+		if strings.EqualFold(ev.InvolvedObject.Kind, "Pod") {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
