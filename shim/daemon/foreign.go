@@ -112,7 +112,8 @@ func claimed(claims []*checkpoint.Claim) map[string]bool {
 // interface's NetworkAttachmentDefinition in its network-status; never a
 // claim attachment's (claimed), whatever its record says. waiting are the
 // records of pods that ask Multus for networks and do not (yet) name the
-// interface's NAD (multus.Unnamed).
+// interface's NAD (multus.Unnamed): out has them too, Unnamed, so that the
+// agent keeps what they hold.
 func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[string]bool,
 	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool)) (out []ruleagent.ForeignAttachment, waiting []waitingAttachment) {
 	byID := map[string]sandboxes.Sandbox{}
@@ -134,6 +135,8 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 		if !ok { // not Multus's, or its status not written yet (its update asks for a sync)
 			if why := multus.Unnamed(p.Annotations, p.Namespace, r.IfName); why != "" {
 				waiting = append(waiting, waitingAttachment{pod: p, key: sb.ID + "/" + r.IfName, ifName: r.IfName, closed: closed, why: why})
+				out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
+					NetNS: r.NetNS, HostIf: r.HostIf, CIDRs: r.Addresses, Base: base, Unnamed: true})
 			}
 			continue
 		}

@@ -25,8 +25,9 @@ func statusAnnotation(entries ...multus.Status) map[string]string {
 }
 
 // Records become foreign attachments only for a running sandbox of a
-// known pod whose network-status names the interface's NAD, and never
-// for an interface a claim attached.
+// known pod whose network-status names the interface's NAD (or, Unnamed,
+// that asks Multus for networks and does not name it), and never for an
+// interface a claim attached.
 func TestMatchForeign(t *testing.T) {
 	cfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscp":46}}}}`)
 	closedCfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","portSecurity":{"spoofCheck":true,"startClosed":true}}`)
@@ -65,8 +66,8 @@ func TestMatchForeign(t *testing.T) {
 		!strings.Contains(waiting[0].why, "no entry for interface net1") {
 		t.Errorf("waiting %+v, want b's net1 only (closed, its status without net1)", waiting)
 	}
-	if len(got) != 1 {
-		t.Fatalf("got %d foreign attachments, want a's net1 only: %+v", len(got), got)
+	if len(got) != 2 || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" || got[0].Unnamed {
+		t.Fatalf("got foreign attachments %+v, want a's net1 and b's net1 unnamed", got)
 	}
 	f := got[0]
 	if f.Pod.Name != "a" || f.PodUID != "a" || f.IfName != "net1" || f.NetNS != "/ns/a" || f.HostIf != "h-a" ||

@@ -45,6 +45,11 @@ type ForeignAttachment struct {
 	// NetworkQoS rules are added to it, and it is what the interface goes
 	// back to when none selects it any more.
 	Base *qos.Spec
+	// Unnamed: the pod asks Multus for networks but its network-status does
+	// not (or no longer) name the interface's NAD (NAD is zero). Its network
+	// unknown, the agent leaves its rules as they are: an edit of the pod's
+	// annotation neither opens its port nor removes its QoS.
+	Unnamed bool
 }
 
 // Network is the attachment's network: its NetworkAttachmentDefinition's.
@@ -78,7 +83,8 @@ func foreignKey(f ForeignAttachment) string {
 // planForeign computes the plans of the foreign attachments, as
 // planDevice does for a claim's: their policies always (when NetPol is
 // set), their QoS only while a NetworkQoS selects them or the agent
-// changed it (otherwise the plugin's own stays as it is).
+// changed it (otherwise the plugin's own stays as it is); none for an
+// Unnamed one, which keeps what it holds.
 func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs []Outcome, todo []pending) {
 	if a.Foreign == nil {
 		return nil, nil
@@ -90,6 +96,9 @@ func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs [
 		}
 		key := foreignKey(f)
 		seen[key] = true
+		if f.Unnamed {
+			continue // its plans, its port rules and what the agent holds of them stay
+		}
 		net := f.Network()
 		p := pending{key: key, at: checkpoint.Attachment{PodUID: f.PodUID, SandboxID: f.SandboxID, NetNS: f.NetNS, IfName: f.IfName,
 			State: checkpoint.Attached, Result: &checkpoint.Result{InterfaceName: f.IfName, MAC: f.MAC, IPs: f.CIDRs}},

@@ -141,3 +141,47 @@ func TestGoneForeignAttachmentsLoseTheirPortRules(t *testing.T) {
 		t.Errorf("removals %v, want nc-a failed once, then done once", removed)
 	}
 }
+
+// A foreign attachment whose pod's network-status stops naming its NAD
+// (Unnamed) keeps what it holds: its policy is neither synced nor
+// forgotten, its port rules stay; named again it holds its plan already;
+// its port rules go only with its record.
+func TestUnnamedForeignAttachmentKeepsItsRules(t *testing.T) {
+	f := newFixture()
+	k := fakePolicyKernel{}
+	foreign := []ForeignAttachment{multusNet2("a")}
+	var removed []string
+	f.agent.Foreign = NewForeign(func() []ForeignAttachment { return foreign },
+		func(h string) error { removed = append(removed, h); return nil })
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "deny-all",
+		Labels: map[string]string{contract.PolicyControllerLabel: contract.PolicyController}}}
+	f.agent.NetPol = &NetPolicies{Kernel: k.sync, Peers: &netPeers{},
+		List: func(string) ([]*networkingv1.NetworkPolicy, error) { return []*networkingv1.NetworkPolicy{deny}, nil }}
+	f.agent.Sync(context.Background())
+	checkPlans(t, "named", k, map[string]*netpol.Plan{"/ns/a/net2": {Ingress: netpol.Direction{Isolated: true}}})
+	f.agent.Foreign.hosts[foreignKey(foreign[0])] = "nc-a" // as foreignQoS records it
+
+	unnamed := foreign[0]
+	unnamed.NAD, unnamed.Unnamed = types.NamespacedName{}, true
+	foreign = []ForeignAttachment{unnamed}
+	delete(k, "/ns/a/net2")
+	deny.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+	f.agent.Sync(context.Background())
+	if plan, synced := k["/ns/a/net2"]; synced {
+		t.Errorf("the unnamed attachment's policy was synced: %+v", plan)
+	}
+	if len(removed) != 0 {
+		t.Errorf("the unnamed attachment's port rules were removed: %v", removed)
+	}
+	deny.Spec.PolicyTypes = nil
+	foreign = []ForeignAttachment{multusNet2("a")}
+	f.agent.Sync(context.Background())
+	if plan, synced := k["/ns/a/net2"]; synced {
+		t.Errorf("named again, its policy was synced (%+v): the agent forgot the plan it holds", plan)
+	}
+	foreign = nil
+	f.agent.Sync(context.Background())
+	if !slices.Equal(removed, []string{"nc-a"}) {
+		t.Errorf("removals %v, want nc-a once its record went", removed)
+	}
+}
