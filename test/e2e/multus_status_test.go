@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +28,7 @@ func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
 	e := harness.Shared(t)
 	startMultus(t)
 	n := e.Nodes[len(e.Nodes)-1]
-	id := fmt.Sprintf("%05d", time.Now().UnixNano()%100000)
-	network, bridge := "e2e-unnamed-"+id, "ncun"+id
-	ipamDir := "/var/lib/cni/netclass-e2e-unnamed-" + id
-	t.Cleanup(func() { removeNADState(t, n, bridge, network, ipamDir) })
-	ns := testbed.Namespace(t, e.Kube)
-	createNAD(t, e, ns, "ncbr", map[string]any{
-		"cniVersion": "1.0.0", "name": network, "type": "netclass-bridge", "bridge": bridge,
-		"ipam": map[string]any{"type": "host-local", "dataDir": ipamDir, "ranges": []any{[]any{map[string]any{"subnet": "10.79.0.0/24"}}}},
-	})
+	ns, _, _ := bridgeNAD(t, e, n, "unnamed", "10.79.0.0/24")
 	p := testbed.OnNode(testbed.Pod(ns, "a", "sleep", "3600"), n.Name)
 	p.Annotations = map[string]string{annotationNetworks: `[{"name": "ncbr", "interface": "net1"}]`}
 	e.RunPods(t, p)

@@ -70,6 +70,26 @@ func startMultus(t *testing.T) {
 	})
 }
 
+// bridgeNAD makes a namespace with a NetworkAttachmentDefinition "ncbr" of
+// a netclass-bridge network of its own on node n (names from what, an
+// address range of subnet), and removes what the network leaves on the
+// node at the end. It returns the namespace, the plugin's network name
+// (its records' directory) and the IPAM directory.
+func bridgeNAD(t *testing.T, e *harness.Env, n bed.Node, what, subnet string) (ns, network, ipamDir string) {
+	t.Helper()
+	id := fmt.Sprintf("%05d", time.Now().UnixNano()%100000)
+	network, bridge := "e2e-"+what+"-"+id, "nc"+what[:2]+id
+	ipamDir = "/var/lib/cni/netclass-" + network
+	// registered before the namespace: its pods go first
+	t.Cleanup(func() { removeNADState(t, n, bridge, network, ipamDir) })
+	ns = testbed.Namespace(t, e.Kube)
+	createNAD(t, e, ns, "ncbr", map[string]any{
+		"cniVersion": "1.0.0", "name": network, "type": "netclass-bridge", "bridge": bridge,
+		"ipam": map[string]any{"type": "host-local", "dataDir": ipamDir, "ranges": []any{[]any{map[string]any{"subnet": subnet}}}},
+	})
+	return ns, network, ipamDir
+}
+
 // createNAD creates a NetworkAttachmentDefinition with the CNI config;
 // the namespace's deletion removes it.
 func createNAD(t *testing.T, e *harness.Env, ns, name string, config map[string]any) {
@@ -146,17 +166,7 @@ func TestMultusHandWrittenNAD(t *testing.T) {
 	e := harness.Shared(t)
 	startMultus(t)
 	n := e.Nodes[len(e.Nodes)-1] // node 2: Multus in a node's own namespaces
-	id := fmt.Sprintf("%05d", time.Now().UnixNano()%100000)
-	network := "e2e-multus-" + id // the plugin's network name: its records' directory
-	bridge := "ncmt" + id
-	ipamDir := "/var/lib/cni/netclass-e2e-multus-" + id
-	// registered before the namespace: its pods go first
-	t.Cleanup(func() { removeNADState(t, n, bridge, network, ipamDir) })
-	ns := testbed.Namespace(t, e.Kube)
-	createNAD(t, e, ns, "ncbr", map[string]any{
-		"cniVersion": "1.0.0", "name": network, "type": "netclass-bridge", "bridge": bridge,
-		"ipam": map[string]any{"type": "host-local", "dataDir": ipamDir, "ranges": []any{[]any{map[string]any{"subnet": "10.77.0.0/24"}}}},
-	})
+	ns, network, ipamDir := bridgeNAD(t, e, n, "multus", "10.77.0.0/24")
 	const rate = 20_000_000
 	args := map[string]string{
 		"a": fmt.Sprintf(`[{"name": "ncbr", "interface": "net1", "cni-args": {"qos": {"dscp": 46, "egressRate": %d, "egressBurst": 200000}}}]`, rate),
