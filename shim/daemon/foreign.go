@@ -108,12 +108,12 @@ func claimed(claims []*checkpoint.Claim) map[string]bool {
 }
 
 // matchForeign turns the records into the agent's foreign attachments:
-// those of a running sandbox of the node whose pod is known and names the
-// interface's NetworkAttachmentDefinition in its network-status; never a
+// those of a running sandbox of the node whose pod is known, named by the
+// interface's NetworkAttachmentDefinition in the pod's network-status, or
+// Unnamed when it names none (the agent keeps what they hold); never a
 // claim attachment's (claimed), whatever its record says. waiting are the
-// records of pods that ask Multus for networks and do not (yet) name the
-// interface's NAD (multus.Unnamed): out has them too, Unnamed, so that the
-// agent keeps what they hold.
+// unnamed ones of pods that ask Multus for networks (multus.Unnamed says
+// why), for their pods' Event.
 func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[string]bool,
 	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool)) (out []ruleagent.ForeignAttachment, waiting []waitingAttachment) {
 	byID := map[string]sandboxes.Sandbox{}
@@ -132,11 +132,14 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 		base, closed := recordedConfig(r.Config)
 		status, _ := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
 		nad, entry, ok := multus.NADOf(status, p.Namespace, r.IfName)
-		if !ok { // not Multus's, or its status not written yet (its update asks for a sync)
+		if !ok {
+			// Its status not written yet (its update asks for a sync), edited
+			// by whoever may update the pod, or not Multus's: the attachment
+			// is there all the same, whatever the pod's annotations say.
+			out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
+				NetNS: r.NetNS, HostIf: r.HostIf, CIDRs: r.Addresses, Base: base, Unnamed: true})
 			if why := multus.Unnamed(p.Annotations, p.Namespace, r.IfName); why != "" {
 				waiting = append(waiting, waitingAttachment{pod: p, key: sb.ID + "/" + r.IfName, ifName: r.IfName, closed: closed, why: why})
-				out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
-					NetNS: r.NetNS, HostIf: r.HostIf, CIDRs: r.Addresses, Base: base, Unnamed: true})
 			}
 			continue
 		}

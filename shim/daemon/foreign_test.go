@@ -25,9 +25,9 @@ func statusAnnotation(entries ...multus.Status) map[string]string {
 }
 
 // Records become foreign attachments only for a running sandbox of a
-// known pod whose network-status names the interface's NAD (or, Unnamed,
-// that asks Multus for networks and does not name it), and never for an
-// interface a claim attached.
+// known pod, named by its network-status or Unnamed whatever its
+// annotations, and never for an interface a claim attached; only the
+// unnamed ones of pods that ask Multus for networks wait for an Event.
 func TestMatchForeign(t *testing.T) {
 	cfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscp":46}}}}`)
 	closedCfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","portSecurity":{"spoofCheck":true,"startClosed":true}}`)
@@ -37,7 +37,7 @@ func TestMatchForeign(t *testing.T) {
 		{Network: "n", ContainerID: "sb-gone", IfName: "net1", NetNS: "/ns/x"},                 // no running sandbox: cnitool's, or stopped
 		{Network: "n", ContainerID: "sb-b", IfName: "net1", NetNS: "/ns/b", Config: closedCfg}, // b's status has no net1 yet
 		{Network: "n", ContainerID: "sb-c", IfName: "net1", NetNS: "/ns/c"},                    // c's UID is another pod's
-		{Network: "n", ContainerID: "sb-d", IfName: "net1", NetNS: "/ns/d"},                    // d asks Multus for nothing
+		{Network: "n", ContainerID: "sb-d", IfName: "net1", NetNS: "/ns/d", HostIf: "h-d"},     // d asks Multus for nothing
 	}
 	sbs := []sandboxes.Sandbox{
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, UID: "a", ID: "sb-a", NetNS: "/ns/a"},
@@ -66,8 +66,9 @@ func TestMatchForeign(t *testing.T) {
 		!strings.Contains(waiting[0].why, "no entry for interface net1") {
 		t.Errorf("waiting %+v, want b's net1 only (closed, its status without net1)", waiting)
 	}
-	if len(got) != 2 || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" || got[0].Unnamed {
-		t.Fatalf("got foreign attachments %+v, want a's net1 and b's net1 unnamed", got)
+	if len(got) != 3 || got[0].Unnamed || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" ||
+		got[2].Pod.Name != "d" || !got[2].Unnamed || got[2].HostIf != "h-d" {
+		t.Fatalf("got foreign attachments %+v, want a's net1, and b's and d's net1 unnamed (d asks Multus for nothing: its annotations do not decide whether its attachment is there)", got)
 	}
 	f := got[0]
 	if f.Pod.Name != "a" || f.PodUID != "a" || f.IfName != "net1" || f.NetNS != "/ns/a" || f.HostIf != "h-a" ||

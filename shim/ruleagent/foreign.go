@@ -45,10 +45,11 @@ type ForeignAttachment struct {
 	// NetworkQoS rules are added to it, and it is what the interface goes
 	// back to when none selects it any more.
 	Base *qos.Spec
-	// Unnamed: the pod asks Multus for networks but its network-status does
-	// not (or no longer) name the interface's NAD (NAD is zero). Its network
-	// unknown, the agent leaves its rules as they are: an edit of the pod's
-	// annotation neither opens its port nor removes its QoS.
+	// Unnamed: the pod's network-status does not (or no longer) name the
+	// interface's NAD (NAD is zero): not written yet, edited, or the
+	// interface is not Multus's. Its network unknown, the agent leaves its
+	// rules as they are: an edit of the pod's annotations neither opens its
+	// port nor removes its QoS; only the record's going does.
 	Unnamed bool
 }
 
