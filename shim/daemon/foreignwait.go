@@ -41,8 +41,9 @@ func (w waitingAttachment) message() string {
 
 // unnamedReporter gives a pod one Warning Event (ReasonNetworkStatusMissing)
 // per attachment that has waited NetworkStatusGrace, as the agent's syncs
-// see them: a newly waiting attachment schedules a sync for when its grace
-// ends (recheck), since nothing else may ask for one.
+// see them: a sync is scheduled (recheck) for when the first grace ends,
+// since nothing else may ask for one; at most one is pending, however
+// often a pod's annotation flaps.
 type unnamedReporter struct {
 	grace   time.Duration
 	now     func() time.Time
@@ -53,6 +54,7 @@ type unnamedReporter struct {
 	mu    sync.Mutex
 	since map[string]time.Time // key -> first seen waiting
 	told  map[string]bool      // keys whose pod got the Event
+	due   time.Time            // when the scheduled sync is (none pending once past)
 }
 
 func newUnnamedReporter(events record.EventRecorder, recheck func()) *unnamedReporter {
@@ -74,7 +76,6 @@ func (r *unnamedReporter) observe(waiting []waitingAttachment) {
 		switch {
 		case !seen:
 			r.since[w.key] = now
-			r.after(r.grace, r.recheck)
 		case now.Sub(first) >= r.grace && !r.told[w.key]:
 			r.told[w.key] = true
 			r.events.Event(w.pod, corev1.EventTypeWarning, contract.ReasonNetworkStatusMissing, w.message())
@@ -86,4 +87,21 @@ func (r *unnamedReporter) observe(waiting []waitingAttachment) {
 			delete(r.told, key)
 		}
 	}
+	r.schedule(now)
+}
+
+// schedule asks for a sync when the first grace still running ends, unless
+// one is pending for then or before (its sync schedules the next).
+func (r *unnamedReporter) schedule(now time.Time) {
+	var next time.Time
+	for key, first := range r.since {
+		if end := first.Add(r.grace); !r.told[key] && end.After(now) && (next.IsZero() || end.Before(next)) {
+			next = end
+		}
+	}
+	if next.IsZero() || (r.due.After(now) && !r.due.After(next)) {
+		return
+	}
+	r.due = next
+	r.after(next.Sub(now), r.recheck)
 }

@@ -32,13 +32,26 @@ func TestUnnamedReporter(t *testing.T) {
 
 	r.observe([]waitingAttachment{closed, open})
 	expect("first seen")
-	if len(scheduled) != 2 || scheduled[0] != NetworkStatusGrace {
-		t.Fatalf("syncs scheduled %v, want one per new attachment after %v", scheduled, NetworkStatusGrace)
+	if len(scheduled) != 1 || scheduled[0] != NetworkStatusGrace {
+		t.Fatalf("syncs scheduled %v, want one after %v", scheduled, NetworkStatusGrace)
 	}
-	now = now.Add(NetworkStatusGrace - time.Millisecond)
+	now = now.Add(NetworkStatusGrace / 2)
+	for range 100 { // the pod's annotation flaps: net2 named, then not, again and again
+		r.observe([]waitingAttachment{closed})
+		r.observe([]waitingAttachment{closed, open})
+	}
+	if len(scheduled) != 1 {
+		t.Fatalf("syncs scheduled %v while one was pending, want that one only", scheduled)
+	}
+	now = now.Add(NetworkStatusGrace/2 - time.Millisecond)
 	r.observe([]waitingAttachment{closed, open})
 	expect("within the grace")
 	now = now.Add(time.Millisecond)
+	r.observe([]waitingAttachment{closed, open})
+	if len(scheduled) != 2 || scheduled[1] != NetworkStatusGrace/2 {
+		t.Fatalf("syncs scheduled %v, want a second for the end of net2's new wait, %v on", scheduled, NetworkStatusGrace/2)
+	}
+	now = now.Add(NetworkStatusGrace / 2)
 	r.observe([]waitingAttachment{closed, open})
 	expect("the grace over",
 		"Warning "+contract.ReasonNetworkStatusMissing+" interface net1, made by a netclass plugin for Multus, gets no NetworkPolicy or NetworkQoS change; it started closed (portSecurity.startClosed): unless the agent opened it before, it passes nothing, until",
@@ -49,7 +62,7 @@ func TestUnnamedReporter(t *testing.T) {
 	now = now.Add(time.Hour)
 	r.observe([]waitingAttachment{closed, open}) // net1 waits again: a new wait
 	expect("waiting again, within its grace")
-	if len(scheduled) != 3 {
+	if len(scheduled) != 3 || scheduled[2] != NetworkStatusGrace {
 		t.Errorf("syncs scheduled %v, want a third for net1's new wait", scheduled)
 	}
 	now = now.Add(NetworkStatusGrace)
