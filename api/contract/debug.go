@@ -31,4 +31,10 @@ type DebugAttachment struct {
 	NotEnforced string `json:"notEnforced,omitempty"`
 	QoSIgnored  string `json:"qosIgnored,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// NetworkStatusMissing: an interface Multus made whose pod's
+	// network-status does not name its NetworkAttachmentDefinition (the
+	// pod gets a NetworkStatusMissing Event). Its network unknown, it keeps
+	// the rules it held, which the rest of the entry names (Network empty
+	// if it never held any).
+	NetworkStatusMissing bool `json:"networkStatusMissing,omitempty"`
 }

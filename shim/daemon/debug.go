@@ -16,7 +16,8 @@ func attachmentsHandler(outcomes func() []ruleagent.Outcome) http.Handler {
 			doc.Attachments = append(doc.Attachments, contract.DebugAttachment{Pod: o.Pod.String(), Interface: o.IfName,
 				Network: o.Network.String(), NetworkQoS: o.Selected, NetworkPolicies: o.Policies,
 				MultiNetworkPolicies: o.MultiPolicies, ClusterNetworkPolicies: o.ClusterPolicies,
-				NotEnforced: errString(o.PolicyIgnored), QoSIgnored: errString(o.Ignored), Error: errString(o.Err)})
+				NotEnforced: errString(o.PolicyIgnored), QoSIgnored: errString(o.Ignored), Error: errString(o.Err),
+				NetworkStatusMissing: o.Unnamed})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -138,6 +138,13 @@ type Outcome struct {
 	// plan; Err joins it with PolicyErr and what else failed.
 	QoSErr error
 	Err    error
+	// Unnamed: a foreign attachment whose network the pod's network-status
+	// no longer (or does not yet) tells (ForeignAttachment.Unnamed). Nothing
+	// was synced; the outcome is its last one's, naming what it still
+	// holds (no network and nothing selected if it never held a plan).
+	Unnamed bool
+
+	key string // a foreign attachment's, to find its last outcome
 }
 
 // ClaimWait bounds a sync's wait for a claim another worker holds.

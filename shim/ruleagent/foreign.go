@@ -2,6 +2,7 @@ package ruleagent
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -97,13 +98,14 @@ func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs [
 		}
 		key := foreignKey(f)
 		seen[key] = true
-		if f.Unnamed {
-			continue // its plans, its port rules and what the agent holds of them stay
+		if f.Unnamed { // its plans, its port rules and what the agent holds of them stay
+			outs = append(outs, a.heldOutcome(f, key))
+			continue
 		}
 		net := f.Network()
 		p := pending{key: key, at: checkpoint.Attachment{PodUID: f.PodUID, SandboxID: f.SandboxID, NetNS: f.NetNS, IfName: f.IfName,
 			State: checkpoint.Attached, Result: &checkpoint.Result{InterfaceName: f.IfName, MAC: f.MAC, IPs: f.CIDRs}},
-			out: Outcome{Pod: f.Pod, PodUID: f.PodUID, IfName: f.IfName, Network: net.Ref, NAD: f.NAD}}
+			out: Outcome{Pod: f.Pod, PodUID: f.PodUID, IfName: f.IfName, Network: net.Ref, NAD: f.NAD, key: key}}
 		target := render.Target{Namespace: f.Pod.Namespace, PodLabels: pod.Labels, Network: net}
 		if a.NADs != nil {
 			target.NAD = a.NADs.NAD(f.NAD.Namespace, f.NAD.Name)
@@ -112,6 +114,23 @@ func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs [
 		outs, todo = a.file(p, pod, net, peers, outs, todo)
 	}
 	return outs, todo
+}
+
+// heldOutcome is an Unnamed attachment's outcome: its last one's, with
+// what it holds (nothing selected when that sync failed: its rules are not
+// known to be the plan's) and no error (nothing was tried).
+func (a *Agent) heldOutcome(f ForeignAttachment, key string) Outcome {
+	out := Outcome{Pod: f.Pod, PodUID: f.PodUID, IfName: f.IfName, key: key}
+	a.mu.Lock()
+	i := slices.IndexFunc(a.last, func(o Outcome) bool { return o.key == key })
+	if i >= 0 && a.last[i].Err == nil {
+		out = a.last[i]
+	} else if i >= 0 {
+		out.Network, out.NAD = a.last[i].Network, a.last[i].NAD
+	}
+	a.mu.Unlock()
+	out.Unnamed, out.Changed, out.PolicyChanged = true, false, false
+	return out
 }
 
 // foreignQoS is the attachment's QoS plan to sync (nil: none, or it holds

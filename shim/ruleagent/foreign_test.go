@@ -161,17 +161,27 @@ func TestUnnamedForeignAttachmentKeepsItsRules(t *testing.T) {
 	checkPlans(t, "named", k, map[string]*netpol.Plan{"/ns/a/net2": {Ingress: netpol.Direction{Isolated: true}}})
 	f.agent.Foreign.hosts[foreignKey(foreign[0])] = "nc-a" // as foreignQoS records it
 
+	foreign0NAD := foreign[0].NAD
 	unnamed := foreign[0]
 	unnamed.NAD, unnamed.Unnamed = types.NamespacedName{}, true
 	foreign = []ForeignAttachment{unnamed}
 	delete(k, "/ns/a/net2")
 	deny.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
-	f.agent.Sync(context.Background())
+	outs := f.agent.Sync(context.Background())
 	if plan, synced := k["/ns/a/net2"]; synced {
 		t.Errorf("the unnamed attachment's policy was synced: %+v", plan)
 	}
 	if len(removed) != 0 {
 		t.Errorf("the unnamed attachment's port rules were removed: %v", removed)
+	}
+	outs = unnamedOutcomes(outs)
+	if len(outs) != 1 || outs[0].NAD != foreign0NAD || !slices.Equal(outs[0].Policies, []string{"deny-all"}) || outs[0].PolicyChanged {
+		t.Errorf("outcomes %+v, want the unnamed attachment's last one (t1/nad, deny-all held), marked Unnamed", outs)
+	}
+	foreign = []ForeignAttachment{unnamed, {Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, PodUID: "b", SandboxID: "sb-b", IfName: "net3", Unnamed: true}}
+	outs = unnamedOutcomes(f.agent.Sync(context.Background()))
+	if len(outs) != 2 || outs[0].NAD != foreign0NAD || outs[1].Pod.Name != "b" || outs[1].NAD != (types.NamespacedName{}) || outs[1].Policies != nil {
+		t.Errorf("outcomes %+v, want a's as before and b's net3 with nothing held (never named)", outs)
 	}
 	deny.Spec.PolicyTypes = nil
 	foreign = []ForeignAttachment{multusNet2("a")}
@@ -184,4 +194,8 @@ func TestUnnamedForeignAttachmentKeepsItsRules(t *testing.T) {
 	if !slices.Equal(removed, []string{"nc-a"}) {
 		t.Errorf("removals %v, want nc-a once its record went", removed)
 	}
+}
+
+func unnamedOutcomes(outs []Outcome) []Outcome {
+	return slices.DeleteFunc(outs, func(o Outcome) bool { return !o.Unnamed })
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,14 @@ func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
 		t.Errorf("the Event came %v after the annotation was edited, before the grace of %v", took, daemon.NetworkStatusGrace)
 	}
 	t.Logf("%v after the edit: %s %s: %s", took.Round(time.Millisecond), got[0].Type, got[0].Reason, got[0].Message)
+	e.DRAOn(n.Name).WaitAgent(t, "net1 listed as waiting for its network-status, on the network it held", func(atts []harness.AgentAttachment) (bool, string) {
+		for _, a := range atts {
+			if a.Pod == ns+"/a" && a.Interface == "net1" {
+				return a.NetworkStatusMissing && strings.HasSuffix(a.Network, ns+"/ncbr"), fmt.Sprintf("listed as %+v", a)
+			}
+		}
+		return false, "net1 of pod a not listed"
+	})
 	deletePodAndWait(t, e, ns, "a")
 }
 
