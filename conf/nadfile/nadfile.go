@@ -16,6 +16,10 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 )
 
+// Type is the delegating plugin (netclass-nad) a generated NAD's config
+// names, with the network as "network".
+const Type = "netclass-nad"
+
 // Version is the format of the file; a reader refuses any other, so a
 // node's plugin and daemon of different releases fail loudly, never
 // silently misread each other.
@@ -69,11 +73,16 @@ func (r Ref) String() string {
 // FileName is the file's name in the directory: "<namespace>_<name>.json",
 // or "<name>.json" for a PodNetwork ('_' is in no Kubernetes name, so names
 // never collide).
-func (r Ref) FileName() string {
+func (r Ref) FileName() string { return r.CNIName() + ".json" }
+
+// CNIName is the CNI network name the network's list runs under, as the
+// records of its attachments name it: "<namespace>_<name>", or "<name>"
+// for a PodNetwork (what shim/attachment.NetworkRef.CNIName gives).
+func (r Ref) CNIName() string {
 	if r.Namespace == "" {
-		return r.Name + ".json"
+		return r.Name
 	}
-	return r.Namespace + "_" + r.Name + ".json"
+	return r.Namespace + "_" + r.Name
 }
 
 // Path is the file of r under stateDir.

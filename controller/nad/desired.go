@@ -36,6 +36,7 @@ import (
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/field"
+	"github.com/netclass-dev/netclass/conf/nadfile"
 )
 
 // GVR and kind of NetworkAttachmentDefinitions.
@@ -57,7 +58,7 @@ const (
 	// Finalizer holds a deleting NAD until no pod names it.
 	Finalizer = "netclass.dev/nad-in-use"
 	// PluginType is the delegating plugin a generated NAD's config names.
-	PluginType = "netclass-nad"
+	PluginType = nadfile.Type
 )
 
 // Desired is one NAD the networks call for.

@@ -18,7 +18,7 @@ import (
 )
 
 // Type is the plugin's type (binary name).
-const Type = "netclass-nad"
+const Type = nadfile.Type
 
 // Conf is netclass-nad's configuration:
 // {"type":"netclass-nad","network":"<namespace>/<name>"} for a Network,
