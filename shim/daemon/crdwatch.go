@@ -34,7 +34,7 @@ var ErrRestartForKind = errors.New("a policy kind became served")
 // awaitServed asks discovery every period whether one of the kinds is
 // served, and returns the first that is; ctx's end returns its error.
 // Discovery's errors are retried at the next period.
-func awaitServed(ctx context.Context, dc resourceLister, kinds []laterKind, period time.Duration) (laterKind, error) {
+func awaitServed(ctx context.Context, dc resourceLister, kinds []laterKind, period time.Duration, kick <-chan struct{}) (laterKind, error) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -42,6 +42,7 @@ func awaitServed(ctx context.Context, dc resourceLister, kinds []laterKind, peri
 		case <-ctx.Done():
 			return laterKind{}, ctx.Err()
 		case <-t.C:
+		case <-kick:
 		}
 		for _, k := range kinds {
 			if ok, err := serves(dc, k.groupVersion, k.resource); err == nil && ok {
@@ -57,7 +58,7 @@ func (d *Daemon) watchLaterKinds(ctx context.Context, cancel context.CancelCause
 	if len(d.later) == 0 {
 		return
 	}
-	k, err := awaitServed(ctx, d.kube.Discovery(), d.later, crdPollPeriod)
+	k, err := awaitServed(ctx, d.kube.Discovery(), d.later, crdPollPeriod, nil)
 	if err != nil {
 		return
 	}

@@ -47,7 +47,7 @@ func TestAwaitServedFindsTheKindServedLater(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		dc := &servedAfter{calls: 5, failing: failing}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond)
+		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond, nil)
 		cancel()
 		if err != nil || k.kind != "ClusterNetworkPolicy" {
 			t.Fatalf("failing discovery %v: %+v, %v; want ClusterNetworkPolicy", failing, k, err)
@@ -64,7 +64,7 @@ func TestAwaitServedEndsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond)
+		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond, nil)
 		if err == nil {
 			err = fmt.Errorf("found %s", k.kind)
 		}
@@ -79,5 +79,30 @@ func TestAwaitServedEndsWithItsContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("awaitServed after its context ended: %v, want context.Canceled", err)
+	}
+}
+
+// A kick makes the watch look at once, however long its period.
+func TestAwaitServedLooksWhenKicked(t *testing.T) {
+	dc := &servedAfter{calls: 3}
+	kick := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan laterKind, 1)
+	go func() {
+		k, _ := awaitServed(ctx, dc, laterKinds, time.Hour, kick)
+		done <- k
+	}()
+	for {
+		select {
+		case k := <-done:
+			if k.kind != "ClusterNetworkPolicy" || dc.asked.Load() < dc.calls {
+				t.Fatalf("found %+v after %d questions, want ClusterNetworkPolicy after %d", k, dc.asked.Load(), dc.calls)
+			}
+			return
+		case kick <- struct{}{}:
+		case <-ctx.Done():
+			t.Fatalf("not found after %d questions", dc.asked.Load())
+		}
 	}
 }

@@ -20,11 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -109,9 +109,9 @@ type Daemon struct {
 	// clusterFac caches the ClusterNetworkPolicies labelled for netclass
 	// (nil: not served).
 	clusterFac cnpinformers.SharedInformerFactory
-	// nadFac caches NetworkAttachmentDefinitions' metadata (nil: not
+	// nadFac caches NetworkAttachmentDefinitions as nadEntry (nil: not
 	// served yet), which nadLook reads for the agent.
-	nadFac  metadatainformer.SharedInformerFactory
+	nadFac  dynamicinformer.DynamicSharedInformerFactory
 	nadLook *nadLookup
 	// later are the policy kinds not served at start (watchLaterKinds).
 	later     []laterKind

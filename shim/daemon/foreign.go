@@ -42,7 +42,7 @@ func (d *Daemon) foreignAttachments(ctx context.Context, sbs *sandboxes.Record, 
 		return
 	}
 	src := &foreignSource{dir: dir, sandboxes: sbs.List, claims: d.runtime.Claims,
-		pods:    nodePods{d.podFac.Core().V1().Pods().Lister()},
+		pods: nodePods{d.podFac.Core().V1().Pods().Lister()}, nads: d.nadLook,
 		unnamed: newUnnamedReporter(events, d.qos.Trigger)}
 	d.qos.Foreign = ruleagent.NewForeign(func() []ruleagent.ForeignAttachment { return src.list(ctx) }, qosport.RemovePortRules)
 	go watchRecords(ctx, dir, ForeignPollInterval, d.qos.Trigger)
@@ -54,6 +54,8 @@ type foreignSource struct {
 	sandboxes func() []sandboxes.Sandbox
 	claims    func() []*checkpoint.Claim
 	pods      ruleagent.Pods
+	// nads is the NAD cache a network-status entry is checked against.
+	nads *nadLookup
 	// unnamed tells the pods whose attachments wait too long for their
 	// network-status (nil: nobody).
 	unnamed *unnamedReporter
@@ -64,11 +66,24 @@ func (s *foreignSource) list(ctx context.Context) []ruleagent.ForeignAttachment 
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Reading the netclass plugins' records failed; the attachments of the unreadable ones are left out", "dir", s.dir)
 	}
-	out, waiting := matchForeign(recs, s.sandboxes(), claimed(s.claims()), s.pods.Pod)
+	out, waiting := matchForeign(recs, s.sandboxes(), claimed(s.claims()), s.pods.Pod, s.mismatch)
 	if s.unnamed != nil {
 		s.unnamed.observe(waiting)
 	}
 	return out
+}
+
+// mismatch says why the NAD a network-status names is not the one the
+// record was made from ("": it may be). While NADs are not cached (the
+// daemon has not seen Multus's CRD served yet), nothing can be checked:
+// the attachment waits, and the daemon looks for the CRD at once.
+func (s *foreignSource) mismatch(r *attach.Record, nad types.NamespacedName) string {
+	e, cached := s.nads.entry(nad.Namespace, nad.Name)
+	if !cached {
+		s.nads.wanted()
+		return "NetworkAttachmentDefinitions are not cached yet (their API was not served when netclass-dra last looked)"
+	}
+	return nadMismatch(r.Network, nad, e)
 }
 
 // readRecords reads every network's records of the store (an unreadable
@@ -110,12 +125,14 @@ func claimed(claims []*checkpoint.Claim) map[string]bool {
 // matchForeign turns the records into the agent's foreign attachments:
 // those of a running sandbox of the node whose pod is known, named by the
 // interface's NetworkAttachmentDefinition in the pod's network-status, or
-// Unnamed when it names none (the agent keeps what they hold); never a
-// claim attachment's (claimed), whatever its record says. waiting are the
+// Unnamed when it names none, or one the record was not made from
+// (mismatch says why; the agent keeps what they hold); never a claim
+// attachment's (claimed), whatever its record says. waiting are the
 // unnamed ones of pods that ask Multus for networks (multus.Unnamed says
-// why), for their pods' Event.
+// why) or whose status names another NAD, for their pods' Event.
 func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[string]bool,
-	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool)) (out []ruleagent.ForeignAttachment, waiting []waitingAttachment) {
+	pod func(namespace, name string, uid types.UID) (*corev1.Pod, bool),
+	mismatch func(*attach.Record, types.NamespacedName) string) (out []ruleagent.ForeignAttachment, waiting []waitingAttachment) {
 	byID := map[string]sandboxes.Sandbox{}
 	for _, sb := range sbs {
 		byID[sb.ID] = sb
@@ -132,13 +149,19 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 		base, closed := recordedConfig(r.Config)
 		status, _ := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
 		nad, entry, ok := multus.NADOf(status, p.Namespace, r.IfName)
-		if !ok {
+		why := ""
+		if ok {
+			why = mismatch(r, nad)
+		} else {
+			why = multus.Unnamed(p.Annotations, p.Namespace, r.IfName)
+		}
+		if !ok || why != "" {
 			// Its status not written yet (its update asks for a sync), edited
 			// by whoever may update the pod, or not Multus's: the attachment
 			// is there all the same, whatever the pod's annotations say.
 			out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
 				NetNS: r.NetNS, HostIf: r.HostIf, CIDRs: r.Addresses, Base: base, Unnamed: true})
-			if why := multus.Unnamed(p.Annotations, p.Namespace, r.IfName); why != "" {
+			if why != "" {
 				waiting = append(waiting, waitingAttachment{pod: p, key: sb.ID + "/" + r.IfName, ifName: r.IfName, closed: closed, why: why})
 			}
 			continue

@@ -26,8 +26,9 @@ func statusAnnotation(entries ...multus.Status) map[string]string {
 
 // Records become foreign attachments only for a running sandbox of a
 // known pod, named by its network-status or Unnamed whatever its
-// annotations, and never for an interface a claim attached; only the
-// unnamed ones of pods that ask Multus for networks wait for an Event.
+// annotations (or when the NAD it names is not the record's), and never
+// for an interface a claim attached; only the unnamed ones of pods that
+// ask Multus for networks, and the mismatched ones, wait for an Event.
 func TestMatchForeign(t *testing.T) {
 	cfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscp":46}}}}`)
 	closedCfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","portSecurity":{"spoofCheck":true,"startClosed":true}}`)
@@ -38,12 +39,14 @@ func TestMatchForeign(t *testing.T) {
 		{Network: "n", ContainerID: "sb-b", IfName: "net1", NetNS: "/ns/b", Config: closedCfg}, // b's status has no net1 yet
 		{Network: "n", ContainerID: "sb-c", IfName: "net1", NetNS: "/ns/c"},                    // c's UID is another pod's
 		{Network: "n", ContainerID: "sb-d", IfName: "net1", NetNS: "/ns/d", HostIf: "h-d"},     // d asks Multus for nothing
+		{Network: "n", ContainerID: "sb-e", IfName: "net1", NetNS: "/ns/e"},                    // e's status names a NAD net1 was not made from
 	}
 	sbs := []sandboxes.Sandbox{
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, UID: "a", ID: "sb-a", NetNS: "/ns/a"},
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, UID: "b", ID: "sb-b", NetNS: "/ns/b"},
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "c"}, UID: "c-old", ID: "sb-c", NetNS: "/ns/c"},
 		{Pod: types.NamespacedName{Namespace: "t1", Name: "d"}, UID: "d", ID: "sb-d", NetNS: "/ns/d"},
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "e"}, UID: "e", ID: "sb-e", NetNS: "/ns/e"},
 	}
 	pods := map[string]*corev1.Pod{
 		"a": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a", Annotations: statusAnnotation(
@@ -55,20 +58,28 @@ func TestMatchForeign(t *testing.T) {
 		"c": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "c", UID: "c", Annotations: statusAnnotation(
 			multus.Status{Name: "t1/nad", Interface: "net1"})}},
 		"d": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "d", UID: "d"}},
+		"e": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "e", UID: "e", Annotations: statusAnnotation(
+			multus.Status{Name: "t1/other", Interface: "net1"})}},
 	}
 	get := func(ns, name string, uid types.UID) (*corev1.Pod, bool) {
 		p, ok := pods[name]
 		return p, ok && p.UID == uid
 	}
 	claims := []*checkpoint.Claim{{Devices: []checkpoint.Device{{Attachments: []checkpoint.Attachment{{SandboxID: "sb-a", IfName: "net2"}}}}}}
-	got, waiting := matchForeign(recs, sbs, claimed(claims), get)
-	if len(waiting) != 1 || waiting[0].pod.Name != "b" || waiting[0].key != "sb-b/net1" || waiting[0].ifName != "net1" || !waiting[0].closed ||
-		!strings.Contains(waiting[0].why, "no entry for interface net1") {
-		t.Errorf("waiting %+v, want b's net1 only (closed, its status without net1)", waiting)
+	mismatch := func(r *attach.Record, nad types.NamespacedName) string {
+		if nad.Name == "other" {
+			return "not " + r.Network + "'s NAD"
+		}
+		return ""
 	}
-	if len(got) != 3 || got[0].Unnamed || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" ||
-		got[2].Pod.Name != "d" || !got[2].Unnamed || got[2].HostIf != "h-d" {
-		t.Fatalf("got foreign attachments %+v, want a's net1, and b's and d's net1 unnamed (d asks Multus for nothing: its annotations do not decide whether its attachment is there)", got)
+	got, waiting := matchForeign(recs, sbs, claimed(claims), get, mismatch)
+	if len(waiting) != 2 || waiting[0].pod.Name != "b" || waiting[0].key != "sb-b/net1" || waiting[0].ifName != "net1" || !waiting[0].closed ||
+		!strings.Contains(waiting[0].why, "no entry for interface net1") || waiting[1].pod.Name != "e" || waiting[1].why != "not n's NAD" {
+		t.Errorf("waiting %+v, want b's net1 (closed, its status without net1) and e's (its status naming another NAD)", waiting)
+	}
+	if len(got) != 4 || got[0].Unnamed || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" ||
+		got[2].Pod.Name != "d" || !got[2].Unnamed || got[2].HostIf != "h-d" || got[3].Pod.Name != "e" || !got[3].Unnamed || got[3].NAD != (types.NamespacedName{}) {
+		t.Fatalf("got foreign attachments %+v, want a's net1, and b's, d's and e's net1 unnamed (d asks Multus for nothing: its annotations do not decide whether its attachment is there; e's names a NAD net1 was not made from)", got)
 	}
 	f := got[0]
 	if f.Pod.Name != "a" || f.PodUID != "a" || f.IfName != "net1" || f.NetNS != "/ns/a" || f.HostIf != "h-a" ||

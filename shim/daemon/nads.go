@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -21,43 +20,68 @@ import (
 
 var nadResource = schema.GroupVersionResource{Group: contract.NADGroup, Version: contract.NADVersion, Resource: contract.NADResource}
 
-// nadInformer caches the NetworkAttachmentDefinitions' metadata (labels
-// and annotations: what NetworkQoS NAD selectors read; never their
-// configs) when the API server serves them (Multus's CRD). When it does
+// nadInformer caches the NetworkAttachmentDefinitions as nadEntry (labels
+// and netclass's annotation: what NetworkQoS NAD selectors read; the CNI
+// network name of their config, never the config) when the API server
+// serves them (Multus's CRD). When it does
 // not, the cache is made once it does (watchNADs): Multus is often put in
 // front of a running cluster, and the daemon need not restart for it;
 // until then no NAD selector matches anything.
 func (d *Daemon) nadInformer(ctx context.Context) error {
-	d.nadLook = &nadLookup{namespaceLabels: d.namespaceLabels}
+	d.nadLook = &nadLookup{namespaceLabels: d.namespaceLabels, kick: make(chan struct{}, 1)}
 	served, err := serves(d.kube.Discovery(), nadResource.GroupVersion().String(), contract.NADResource)
 	if err != nil || !served {
 		return err
 	}
-	return d.newNADFactory()
-}
-
-func (d *Daemon) newNADFactory() error {
-	client, err := metadata.NewForConfig(d.cfg.RestConfig)
+	lister, err := d.newNADFactory()
 	if err != nil {
-		return fmt.Errorf("create NetworkAttachmentDefinition metadata client: %w", err)
+		return err
 	}
-	d.nadFac = metadatainformer.NewSharedInformerFactory(client, 10*time.Minute)
-	d.nadLook.set(d.nadFac.ForResource(nadResource).Lister())
+	d.nadLook.set(lister) // read once startInformers has synced it
 	return nil
 }
 
-// watchNADs, when NADs were not served at start, waits until they are,
-// then caches them and asks the agent for a sync.
+// newNADFactory makes the NAD cache (nadCache).
+func (d *Daemon) newNADFactory() (cache.GenericLister, error) {
+	client, err := dynamic.NewForConfig(d.cfg.RestConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create NetworkAttachmentDefinition client: %w", err)
+	}
+	fac, lister, err := nadCache(client)
+	if err != nil {
+		return nil, err
+	}
+	d.nadFac = fac
+	return lister, nil
+}
+
+// nadCache is an informer factory of NADs and the lister of its cache. The
+// objects are listed whole (a metadata-only list lacks the config) and cut
+// down to nadEntry before the cache keeps them; the lister is the cache's
+// own (the dynamic one asserts *unstructured.Unstructured).
+func nadCache(client dynamic.Interface) (dynamicinformer.DynamicSharedInformerFactory, cache.GenericLister, error) {
+	fac := dynamicinformer.NewDynamicSharedInformerFactory(client, 10*time.Minute)
+	inf := fac.ForResource(nadResource).Informer()
+	if err := inf.SetTransform(nadEntryOf); err != nil {
+		return nil, nil, fmt.Errorf("NetworkAttachmentDefinition cache: %w", err)
+	}
+	return fac, cache.NewGenericLister(inf.GetIndexer(), nadResource.GroupResource()), nil
+}
+
+// watchNADs, when NADs were not served at start, waits until they are
+// (looking every crdPollPeriod, and at once when a Multus attachment needs
+// them: nadLookup.wanted), then caches them and asks the agent for a sync.
 func (d *Daemon) watchNADs(ctx context.Context) {
 	if d.nadFac != nil {
 		return
 	}
 	k := laterKind{contract.NADKind, nadResource.GroupVersion().String(), contract.NADResource}
-	if _, err := awaitServed(ctx, d.kube.Discovery(), []laterKind{k}, crdPollPeriod); err != nil {
+	if _, err := awaitServed(ctx, d.kube.Discovery(), []laterKind{k}, crdPollPeriod, d.nadLook.kick); err != nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	if err := d.newNADFactory(); err != nil {
+	lister, err := d.newNADFactory()
+	if err != nil {
 		logger.Error(err, "NetworkAttachmentDefinitions are served now, but cannot be cached: NetworkQoS NAD selectors match nothing")
 		return
 	}
@@ -69,18 +93,19 @@ func (d *Daemon) watchNADs(ctx context.Context) {
 	}
 	d.nadFac.Start(ctx.Done())
 	d.nadFac.WaitForCacheSync(ctx.Done())
+	d.nadLook.set(lister)
 	logger.Info("NetworkAttachmentDefinitions are served now: NetworkQoS NAD selectors match")
 	d.qos.Trigger()
 }
 
-// nadFactory is the metadata informer factory as startInformers starts it.
+// nadFactory is the NAD informer factory as startInformers starts it.
 type nadFactory struct {
-	metadatainformer.SharedInformerFactory
+	dynamicinformer.DynamicSharedInformerFactory
 }
 
 func (f nadFactory) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
 	out := map[reflect.Type]bool{}
-	for gvr, ok := range f.SharedInformerFactory.WaitForCacheSync(stop) {
+	for gvr, ok := range f.DynamicSharedInformerFactory.WaitForCacheSync(stop) {
 		out[reflect.TypeOf(gvr)] = out[reflect.TypeOf(gvr)] || ok
 	}
 	return out
@@ -91,8 +116,23 @@ func (f nadFactory) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
 type nadLookup struct {
 	namespaceLabels func(string) (map[string]string, error)
 
+	// kick asks watchNADs to look whether NADs are served now.
+	kick chan struct{}
+
 	mu     sync.Mutex
 	lister cache.GenericLister // nil: NADs not cached (yet)
+}
+
+// wanted tells watchNADs that a NAD was looked up while NADs are not
+// cached: a Multus attachment says they are served.
+func (l *nadLookup) wanted() {
+	if l == nil {
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
 }
 
 // set makes the lookup read a cache.
@@ -102,22 +142,29 @@ func (l *nadLookup) set(lister cache.GenericLister) {
 	l.lister = lister
 }
 
-func (l *nadLookup) meta(namespace, name string) *metav1.PartialObjectMetadata {
+func (l *nadLookup) meta(namespace, name string) *nadEntry {
+	m, _ := l.entry(namespace, name)
+	return m
+}
+
+// entry returns the NAD as cached (nil: no such NAD); cached is false
+// while NADs are not cached (not served).
+func (l *nadLookup) entry(namespace, name string) (e *nadEntry, cached bool) {
 	if l == nil {
-		return nil
+		return nil, false
 	}
 	l.mu.Lock()
 	lister := l.lister
 	l.mu.Unlock()
 	if lister == nil {
-		return nil
+		return nil, false
 	}
 	obj, err := lister.ByNamespace(namespace).Get(name)
 	if err != nil {
-		return nil
+		return nil, true
 	}
-	m, _ := obj.(*metav1.PartialObjectMetadata)
-	return m
+	e, _ = obj.(*nadEntry)
+	return e, true
 }
 
 // NAD implements ruleagent.NADs.

@@ -11,8 +11,8 @@ import (
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
-func nadMeta(ns, name string, labels, annotations map[string]string) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations}}
+func nadMeta(ns, name string, labels, annotations map[string]string) *nadEntry {
+	return &nadEntry{PartialObjectMetadata: metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations}}}
 }
 
 // A claim attachment's network has a generated NAD only where
@@ -23,7 +23,7 @@ func nadMeta(ns, name string, labels, annotations map[string]string) *metav1.Par
 func TestGeneratedNAD(t *testing.T) {
 	mark := map[string]string{contract.NADManagedByLabel: contract.Provider, "tier": "storage"}
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, m := range []*metav1.PartialObjectMetadata{
+	for _, m := range []*nadEntry{
 		nadMeta("blue", "vx", mark, map[string]string{contract.NADNetworkAnnotation: "blue/vx"}),
 		nadMeta("t1", "pn", mark, map[string]string{contract.NADNetworkAnnotation: "pn"}),
 		nadMeta("blue", "hand", map[string]string{"tier": "storage"}, map[string]string{contract.NADNetworkAnnotation: "blue/hand"}),

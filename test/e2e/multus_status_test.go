@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,8 @@ func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
 	if st := statusOf(t, pod, "net1"); st.Name != ns+"/ncbr" {
 		t.Fatalf("network-status entry of net1 %+v, want it to name %s/ncbr", st, ns)
 	}
+	dra := e.DRAOn(n.Name)
+	dra.WaitAgent(t, "net1 on its NAD", agentListsNet1(ns, false, ns+"/ncbr"))
 	stripStatus(t, e, pod, "net1")
 	stripped := time.Now()
 	want := "interface net1, made by a netclass plugin for Multus, gets no NetworkPolicy or NetworkQoS change, until the pod's network-status names its NetworkAttachmentDefinition: annotation " +
@@ -55,32 +58,80 @@ func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
 		t.Errorf("the Event came %v after the annotation was edited, before the grace of %v", took, daemon.NetworkStatusGrace)
 	}
 	t.Logf("%v after the edit: %s %s: %s", took.Round(time.Millisecond), got[0].Type, got[0].Reason, got[0].Message)
-	e.DRAOn(n.Name).WaitAgent(t, "net1 listed as waiting for its network-status, on the network it held", func(atts []harness.AgentAttachment) (bool, string) {
+	dra.WaitAgent(t, "net1 listed as waiting for its network-status, on the network it held", agentListsNet1(ns, true, ns+"/ncbr"))
+	deletePodAndWait(t, e, ns, "a")
+}
+
+// A pod whose network-status moves its netclass interface to another NAD
+// (one whose config is another CNI network than the one the interface was
+// made on) does not take that NAD's policies and QoS: the agent keeps the
+// interface's rules, lists it as waiting for its network-status, and the
+// pod gets the Warning Event saying why.
+func TestMultusAttachmentMovedToAnotherNAD(t *testing.T) {
+	e := harness.Shared(t)
+	startMultus(t)
+	n := e.Nodes[len(e.Nodes)-1]
+	ns, network, _ := bridgeNAD(t, e, n, "moved", "10.78.0.0/24")
+	createNAD(t, e, ns, "other", map[string]any{"cniVersion": "1.0.0", "name": "e2e-elsewhere", "type": "netclass-bridge", "bridge": "ncelsewhere"})
+	p := testbed.OnNode(testbed.Pod(ns, "a", "sleep", "3600"), n.Name)
+	p.Annotations = map[string]string{annotationNetworks: `[{"name": "ncbr", "interface": "net1"}]`}
+	e.RunPods(t, p)
+	dra := e.DRAOn(n.Name)
+	dra.WaitAgent(t, "net1 on its NAD", agentListsNet1(ns, false, ns+"/ncbr"))
+	editStatus(t, e, getPod(t, e, ns, "a"), func(entries []map[string]any) []map[string]any {
+		for _, en := range entries {
+			if en["interface"] == "net1" {
+				en["name"] = ns + "/other"
+			}
+		}
+		return entries
+	})
+	dra.WaitAgent(t, "net1 waiting for its network-status, on the network it held", agentListsNet1(ns, true, ns+"/ncbr"))
+	want := fmt.Sprintf("until the pod's network-status names its NetworkAttachmentDefinition: annotation %s names NetworkAttachmentDefinition %s/other, whose config is CNI network \"e2e-elsewhere\", but the interface was made on CNI network %q",
+		annotationNetworkStatus, ns, network)
+	var got []corev1.Event
+	testbed.Poll(t, testbed.Context(t, daemon.NetworkStatusGrace+time.Minute), 500*time.Millisecond, "a Warning Event "+contract.ReasonNetworkStatusMissing+" on pod a",
+		func(ctx context.Context) (bool, string, error) {
+			got = podEvents(ctx, t, e, ns, "a", contract.ReasonNetworkStatusMissing)
+			return len(got) > 0, testbed.Events(ctx, e.Kube, ns, "a"), nil
+		})
+	if !strings.HasSuffix(got[0].Message, want) {
+		t.Errorf("event %q, want it to end with %q", got[0].Message, want)
+	}
+	deletePodAndWait(t, e, ns, "a")
+}
+
+// agentListsNet1 is a WaitAgent condition: pod a's net1 is listed on the
+// network named ...nad, waiting for its network-status or not.
+func agentListsNet1(ns string, waiting bool, nad string) func([]harness.AgentAttachment) (bool, string) {
+	return func(atts []harness.AgentAttachment) (bool, string) {
 		for _, a := range atts {
 			if a.Pod == ns+"/a" && a.Interface == "net1" {
-				return a.NetworkStatusMissing && strings.HasSuffix(a.Network, ns+"/ncbr"), fmt.Sprintf("listed as %+v", a)
+				return a.NetworkStatusMissing == waiting && strings.HasSuffix(a.Network, nad), fmt.Sprintf("listed as %+v", a)
 			}
 		}
 		return false, "net1 of pod a not listed"
-	})
-	deletePodAndWait(t, e, ns, "a")
+	}
 }
 
 // stripStatus removes the interface's entry from the pod's network-status,
 // as a user allowed to update the pod can.
 func stripStatus(t *testing.T, e *harness.Env, pod *corev1.Pod, ifname string) {
 	t.Helper()
+	editStatus(t, e, pod, func(entries []map[string]any) []map[string]any {
+		return slices.DeleteFunc(entries, func(en map[string]any) bool { return en["interface"] == ifname })
+	})
+}
+
+// editStatus rewrites the pod's network-status with edit, as a user
+// allowed to update the pod can.
+func editStatus(t *testing.T, e *harness.Env, pod *corev1.Pod, edit func([]map[string]any) []map[string]any) {
+	t.Helper()
 	var entries []map[string]any
 	if err := json.Unmarshal([]byte(pod.Annotations[annotationNetworkStatus]), &entries); err != nil {
 		t.Fatalf("network-status of %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
-	var kept []map[string]any
-	for _, en := range entries {
-		if en["interface"] != ifname {
-			kept = append(kept, en)
-		}
-	}
-	value, err := json.Marshal(kept)
+	value, err := json.Marshal(edit(entries))
 	if err != nil {
 		t.Fatal(err)
 	}

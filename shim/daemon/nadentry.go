@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/conf/nadfile"
+	"github.com/netclass-dev/netclass/shim/multus"
+)
+
+// nadEntry is what the daemon keeps of a NetworkAttachmentDefinition: its
+// name, labels and netclass's network annotation (what NetworkQoS NAD
+// selectors and the generated-NAD lookup read), and the CNI network name
+// its config runs under (what a Multus attachment's record is checked
+// against); never the config itself, nor other annotations.
+type nadEntry struct {
+	metav1.PartialObjectMetadata
+	// ConfigName is the CNI network name Multus runs the NAD's config
+	// under: its "name", or the NAD's name when it has none (Multus fills
+	// it in). "" when the NAD has no config (Multus then reads a file of
+	// the node) or its config does not parse.
+	ConfigName string
+}
+
+// DeepCopyObject implements runtime.Object.
+func (e *nadEntry) DeepCopyObject() runtime.Object {
+	c := &nadEntry{ConfigName: e.ConfigName}
+	e.PartialObjectMetadata.DeepCopyInto(&c.PartialObjectMetadata)
+	return c
+}
+
+// nadEntryOf is the NAD informer's transform: the object as it arrives
+// (unstructured, whole) becomes its nadEntry before the cache keeps it.
+// Anything else (a deletion marker) passes unchanged.
+func nadEntryOf(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	e := &nadEntry{PartialObjectMetadata: metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
+		Labels: u.GetLabels()}}}
+	if v, ok := u.GetAnnotations()[contract.NADNetworkAnnotation]; ok {
+		e.Annotations = map[string]string{contract.NADNetworkAnnotation: v}
+	}
+	config, _, _ := unstructured.NestedString(u.Object, "spec", "config")
+	e.ConfigName = configName(u.GetName(), config)
+	return e, nil
+}
+
+// configName is the CNI network name of a NAD's config, as Multus runs it
+// (see nadEntry.ConfigName).
+func configName(nadName, config string) string {
+	if strings.TrimSpace(config) == "" {
+		return ""
+	}
+	var c struct {
+		Name    *string `json:"name"`
+		Type    string  `json:"type"`
+		Network string  `json:"network"`
+	}
+	if err := json.Unmarshal([]byte(config), &c); err != nil {
+		return ""
+	}
+	if c.Type == nadfile.Type { // it runs its network's list, under that list's name
+		ref, err := nadfile.ParseRef("network", c.Network)
+		if err != nil {
+			return ""
+		}
+		return ref.CNIName()
+	}
+	if c.Name == nil || *c.Name == "" {
+		return nadName
+	}
+	return *c.Name
+}
+
+// generated reports whether netclass-controller made the NAD, and for
+// which network ("<namespace>/<name>" or "<name>").
+func (e *nadEntry) generated() (network string, ok bool) {
+	network = e.Annotations[contract.NADNetworkAnnotation]
+	return network, e.Labels[contract.NADManagedByLabel] == contract.Provider && network != ""
+}
+
+// nadMismatch says why a NAD that a pod's network-status names for an
+// interface is not the one the interface was made from, by its record's
+// CNI network name ("": it may be): a NAD netclass-controller generated
+// runs its network's list (nadfile.Ref.CNIName), another its own config. A NAD without a config (Multus reads a file of
+// the node) cannot be checked. e is the NAD as cached (nil: none such).
+func nadMismatch(recNetwork string, nad types.NamespacedName, e *nadEntry) string {
+	if e == nil {
+		return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, which does not exist", multus.AnnotationNetworkStatus, nad)
+	}
+	if network, ok := e.generated(); ok {
+		if ref, err := nadfile.ParseRef(contract.NADNetworkAnnotation, network); err != nil || ref.CNIName() != recNetwork {
+			return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, netclass's NAD of network %s, but the interface was made on CNI network %q",
+				multus.AnnotationNetworkStatus, nad, network, recNetwork)
+		}
+		return ""
+	}
+	if e.ConfigName != "" && e.ConfigName != recNetwork {
+		return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, whose config is CNI network %q, but the interface was made on CNI network %q",
+			multus.AnnotationNetworkStatus, nad, e.ConfigName, recNetwork)
+	}
+	return ""
+}
