@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,8 +23,9 @@ type nadEntry struct {
 	metav1.PartialObjectMetadata
 	// ConfigName is the CNI network name Multus runs the NAD's config
 	// under: its "name", or the NAD's name when it has none (Multus fills
-	// it in). "" when the NAD has no config (Multus then reads a file of
-	// the node) or its config does not parse.
+	// it in) or has no config at all (Multus then runs the node's config
+	// file of that name); netclass-nad's, its network's list name. ""
+	// when the config does not parse (Multus cannot run it either).
 	ConfigName string
 }
 
@@ -58,8 +58,8 @@ func nadEntryOf(obj any) (any, error) {
 // configName is the CNI network name of a NAD's config, as Multus runs it
 // (see nadEntry.ConfigName).
 func configName(nadName, config string) string {
-	if strings.TrimSpace(config) == "" {
-		return ""
+	if config == "" {
+		return nadName
 	}
 	var c struct {
 		Name    *string `json:"name"`
@@ -92,8 +92,8 @@ func (e *nadEntry) generated() (network string, ok bool) {
 // nadMismatch says why a NAD that a pod's network-status names for an
 // interface is not the one the interface was made from, by its record's
 // CNI network name ("": it may be): a NAD netclass-controller generated
-// runs its network's list (nadfile.Ref.CNIName), another its own config. A NAD without a config (Multus reads a file of
-// the node) cannot be checked. e is the NAD as cached (nil: none such).
+// runs its network's list (nadfile.Ref.CNIName), another its own config.
+// e is the NAD as cached (nil: none such).
 func nadMismatch(recNetwork string, nad types.NamespacedName, e *nadEntry) string {
 	if e == nil {
 		return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, which does not exist", multus.AnnotationNetworkStatus, nad)

@@ -62,8 +62,8 @@ func TestNADEntryOf(t *testing.T) {
 		{`{"cniVersion":"1.1.0","name":"vx","type":"netclass-nad","network":"blue/vx"}`, "blue_vx"}, // its network's list
 		{`{"cniVersion":"1.1.0","name":"vx","type":"netclass-nad","network":"pn"}`, "pn"},
 		{`{"cniVersion":"1.1.0","name":"vx","type":"netclass-nad","network":"a/b/c"}`, ""},
-		{``, ""},  // Multus reads a file of the node
-		{`{`, ""}, // Multus cannot run it either
+		{``, "hand"}, // Multus runs the node's config file named so
+		{`{`, ""},    // Multus cannot run it either
 		{`{"name":7}`, ""},
 	} {
 		if got := configName("hand", tc.config); got != tc.want {
@@ -99,7 +99,7 @@ func TestNADMismatch(t *testing.T) {
 		{"a PodNetwork's, the interface a Network's", "t1_vx", gen("vx"), false, "network vx"},
 		{"a hand-written NAD of the config", "blue", hand("blue"), true, ""},
 		{"a hand-written NAD of another config", "t1_vx", hand("blue"), false, `whose config is CNI network "blue", but the interface was made on CNI network "t1_vx"`},
-		{"a hand-written NAD without a config", "t1_vx", hand(""), true, ""},
+		{"a hand-written NAD whose config does not parse", "t1_vx", hand(""), true, ""},
 		{"a generated NAD whose annotation does not parse", "t1_vx", gen("a/b/c"), false, "network a/b/c"},
 		{"marked but naming no network: hand-written", "blue", nadMeta("t1", "x", mark, nil), true, ""},
 		{"no such NAD", "t1_vx", nil, false, "names NetworkAttachmentDefinition t1/x, which does not exist"},
