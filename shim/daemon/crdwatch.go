@@ -31,19 +31,29 @@ const crdPollPeriod = 30 * time.Second
 // the new daemon enforces the kind.
 var ErrRestartForKind = errors.New("a policy kind became served")
 
+// crdKickInterval bounds how often a kick makes awaitServed ask
+// discovery: what kicks it (a pod's annotation) is a tenant's to edit.
+const crdKickInterval = 5 * time.Second
+
 // awaitServed asks discovery every period whether one of the kinds is
 // served, and returns the first that is; ctx's end returns its error.
-// Discovery's errors are retried at the next period.
-func awaitServed(ctx context.Context, dc resourceLister, kinds []laterKind, period time.Duration, kick <-chan struct{}) (laterKind, error) {
+// Discovery's errors are retried at the next period. A kick asks at once,
+// unless it asked less than kickEvery before.
+func awaitServed(ctx context.Context, dc resourceLister, kinds []laterKind, period time.Duration, kick <-chan struct{}, kickEvery time.Duration) (laterKind, error) {
 	t := time.NewTicker(period)
 	defer t.Stop()
+	var asked time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return laterKind{}, ctx.Err()
 		case <-t.C:
 		case <-kick:
+			if time.Since(asked) < kickEvery {
+				continue
+			}
 		}
+		asked = time.Now()
 		for _, k := range kinds {
 			if ok, err := serves(dc, k.groupVersion, k.resource); err == nil && ok {
 				return k, nil
@@ -58,7 +68,7 @@ func (d *Daemon) watchLaterKinds(ctx context.Context, cancel context.CancelCause
 	if len(d.later) == 0 {
 		return
 	}
-	k, err := awaitServed(ctx, d.kube.Discovery(), d.later, crdPollPeriod, nil)
+	k, err := awaitServed(ctx, d.kube.Discovery(), d.later, crdPollPeriod, nil, 0)
 	if err != nil {
 		return
 	}

@@ -47,7 +47,7 @@ func TestAwaitServedFindsTheKindServedLater(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		dc := &servedAfter{calls: 5, failing: failing}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond, nil)
+		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond, nil, 0)
 		cancel()
 		if err != nil || k.kind != "ClusterNetworkPolicy" {
 			t.Fatalf("failing discovery %v: %+v, %v; want ClusterNetworkPolicy", failing, k, err)
@@ -64,7 +64,7 @@ func TestAwaitServedEndsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond, nil)
+		k, err := awaitServed(ctx, dc, laterKinds, time.Millisecond, nil, 0)
 		if err == nil {
 			err = fmt.Errorf("found %s", k.kind)
 		}
@@ -90,7 +90,7 @@ func TestAwaitServedLooksWhenKicked(t *testing.T) {
 	defer cancel()
 	done := make(chan laterKind, 1)
 	go func() {
-		k, _ := awaitServed(ctx, dc, laterKinds, time.Hour, kick)
+		k, _ := awaitServed(ctx, dc, laterKinds, time.Hour, kick, 0)
 		done <- k
 	}()
 	for {
@@ -104,5 +104,25 @@ func TestAwaitServedLooksWhenKicked(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("not found after %d questions", dc.asked.Load())
 		}
+	}
+}
+
+// Kicks ask discovery at most once per kickEvery, however many come.
+func TestAwaitServedBoundsKicks(t *testing.T) {
+	dc := &servedAfter{calls: 1 << 30}
+	kick := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = awaitServed(ctx, dc, laterKinds, time.Hour, kick, time.Hour)
+	}()
+	for range 100 {
+		kick <- struct{}{}
+	}
+	cancel()
+	<-done
+	if got := dc.asked.Load(); got != int32(len(laterKinds)) {
+		t.Errorf("100 kicks asked discovery %d times, want one round (%d)", got, len(laterKinds))
 	}
 }

@@ -69,14 +69,14 @@ func nadCache(client dynamic.Interface) (dynamicinformer.DynamicSharedInformerFa
 }
 
 // watchNADs, when NADs were not served at start, waits until they are
-// (looking every crdPollPeriod, and at once when a Multus attachment needs
-// them: nadLookup.wanted), then caches them and asks the agent for a sync.
+// (looking every crdPollPeriod, and at once, at most every crdKickInterval,
+// when a Multus attachment needs them: nadLookup.wanted), then caches them and asks the agent for a sync.
 func (d *Daemon) watchNADs(ctx context.Context) {
 	if d.nadFac != nil {
 		return
 	}
 	k := laterKind{contract.NADKind, nadResource.GroupVersion().String(), contract.NADResource}
-	if _, err := awaitServed(ctx, d.kube.Discovery(), []laterKind{k}, crdPollPeriod, d.nadLook.kick); err != nil {
+	if _, err := awaitServed(ctx, d.kube.Discovery(), []laterKind{k}, crdPollPeriod, d.nadLook.kick, crdKickInterval); err != nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
