@@ -170,12 +170,14 @@ func Want(nets []*netclassv1alpha1.Network, pns []*multinetworkv1.PodNetwork) (m
 	return out, problems
 }
 
-// Config is the NAD's spec.config: netclass-nad naming the network, with
-// the capabilities Multus fills in from the pod (netclass-nad passes them
-// on to the plugins that declare them).
+// Config is the NAD's spec.config: netclass-nad naming the network and the
+// NAD itself (which netclass-nad passes on to the records of its
+// attachments: netclass-dra checks a pod's network-status against it),
+// with the capabilities Multus fills in from the pod (netclass-nad passes
+// them on to the plugins that declare them).
 func Config(d Desired) string {
 	b, _ := json.Marshal(map[string]any{
-		"cniVersion": contract.CNIVersion, "name": d.Name, "type": PluginType, "network": d.Network,
+		"cniVersion": contract.CNIVersion, "name": d.Name, "type": PluginType, "network": d.Network, "nad": d.Key(),
 		"capabilities": map[string]bool{"mac": true, "ips": true, "bandwidth": true, "qos": true},
 	})
 	return string(b)

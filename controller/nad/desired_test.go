@@ -112,7 +112,7 @@ func TestObject(t *testing.T) {
 		t.Fatalf("object %v", u.Object)
 	}
 	var cfg map[string]any
-	if err := json.Unmarshal([]byte(Config(d)), &cfg); err != nil || cfg["type"] != "netclass-nad" || cfg["network"] != "blue/vx" || cfg["name"] != "vx" {
+	if err := json.Unmarshal([]byte(Config(d)), &cfg); err != nil || cfg["type"] != "netclass-nad" || cfg["network"] != "blue/vx" || cfg["name"] != "vx" || cfg["nad"] != "blue/vx" {
 		t.Errorf("config %s %v", Config(d), err)
 	}
 	changed := d

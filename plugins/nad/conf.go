@@ -22,13 +22,19 @@ const Type = nadfile.Type
 
 // Conf is netclass-nad's configuration:
 // {"type":"netclass-nad","network":"<namespace>/<name>"} for a Network,
-// "network":"<name>" for a PodNetwork.
+// "network":"<name>" for a PodNetwork; netclass-controller adds the NAD it
+// writes the config in as "nad".
 type Conf struct {
 	CNIVersion string `json:"cniVersion"`
 	Name       string `json:"name"`
 	Type       string `json:"type"`
 	// Network names the netclass network.
 	Network string `json:"network"`
+	// NAD is the NetworkAttachmentDefinition holding this config
+	// ("<namespace>/<name>"), passed on to the listed plugins in their args
+	// (nadfile.Args), so their records say which NAD the attachment was made
+	// through. Optional: a config without it passes no NAD on.
+	NAD string `json:"nad,omitempty"`
 	// StateDir is netclass-dra's --state-dir (default
 	// nadfile.DefaultStateDir): the rendered files are in its "nad" directory.
 	StateDir string `json:"stateDir,omitempty"`
@@ -62,6 +68,9 @@ func Parse(b []byte) (*Conf, error) {
 	ref, err := nadfile.ParseRef("network", c.Network)
 	errs.Append(err)
 	c.Ref = ref
+	if c.NAD != "" {
+		errs.Append(nadfile.ParseNAD("nad", c.NAD))
+	}
 	if c.StateDir == "" {
 		c.StateDir = nadfile.DefaultStateDir
 	}
@@ -80,9 +89,22 @@ func Parse(b []byte) (*Conf, error) {
 	return &c, nil
 }
 
-// withArgs returns the list with the caller's args set on every plugin.
-func withArgs(list []byte, args json.RawMessage) ([]byte, error) {
-	if len(args) == 0 || string(args) == "null" {
+// withArgs returns the list with args set on every plugin: the caller's,
+// with netclass-nad's own block (nadfile.ArgsKey) naming nad, or removed
+// when nad is "" (a caller never sets it).
+func withArgs(list []byte, args json.RawMessage, nad string) ([]byte, error) {
+	a := map[string]any{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+	}
+	_, forged := a[nadfile.ArgsKey]
+	delete(a, nadfile.ArgsKey)
+	if nad != "" {
+		a[nadfile.ArgsKey] = nadfile.Args{NAD: nad}
+	}
+	if len(a) == 0 && !forged {
 		return list, nil
 	}
 	var l map[string]any
@@ -92,7 +114,7 @@ func withArgs(list []byte, args json.RawMessage) ([]byte, error) {
 	plugins, _ := l["plugins"].([]any)
 	for _, p := range plugins {
 		if obj, ok := p.(map[string]any); ok {
-			obj["args"] = args
+			obj["args"] = a
 		}
 	}
 	return json.Marshal(l)

@@ -20,6 +20,9 @@ func TestParse(t *testing.T) {
 		{name: "podnetwork", in: `{"cniVersion":"1.0.0","name":"s","type":"netclass-nad","network":"storage","stateDir":"/run/x","args":{"cni":{}}}`, ref: "storage"},
 		{name: "everything wrong", in: `{"name":"","type":"bridge","network":"Blue/","stateDir":"rel","args":[1]}`, code: 7,
 			errs: []string{"type: is \"bridge\"", "name: is required", "network: namespace", "network: name", "stateDir: \"rel\"", "args: is not an object"}},
+		{name: "nad", in: `{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"blue/vx","nad":"blue/vx"}`, ref: "blue/vx"},
+		{name: "bad nad", in: `{"name":"vx","type":"netclass-nad","network":"blue/vx","nad":"vx"}`, code: 7, errs: []string{`nad: "vx" is not <namespace>/<name>`}},
+		{name: "bad nad name", in: `{"name":"vx","type":"netclass-nad","network":"blue/vx","nad":"blue/Vx"}`, code: 7, errs: []string{`nad: name "Vx"`}},
 		{name: "no network", in: `{"name":"x","type":"netclass-nad"}`, code: 7, errs: []string{"network: name \"\""}},
 		{name: "not JSON", in: `{`, code: 6},
 	} {
@@ -52,14 +55,19 @@ func TestDefaultStateDir(t *testing.T) {
 
 func TestWithArgs(t *testing.T) {
 	list := []byte(`{"cniVersion":"1.1.0","name":"n","plugins":[{"type":"a"},{"type":"b","args":{"x":1}}]}`)
-	for _, c := range []struct{ args, want string }{
-		{"", string(list)},
-		{"null", string(list)},
-		{`{"cni":{"qos":{"dscp":10}}}`, `{"cniVersion":"1.1.0","name":"n","plugins":[{"args":{"cni":{"qos":{"dscp":10}}},"type":"a"},{"args":{"cni":{"qos":{"dscp":10}}},"type":"b"}]}`},
+	for _, c := range []struct{ args, nad, want string }{
+		{args: "", want: string(list)},
+		{args: "null", want: string(list)},
+		{args: `{"cni":{"qos":{"dscp":10}}}`, want: `{"cniVersion":"1.1.0","name":"n","plugins":[{"args":{"cni":{"qos":{"dscp":10}}},"type":"a"},{"args":{"cni":{"qos":{"dscp":10}}},"type":"b"}]}`},
+		{args: "", nad: "blue/vx", want: `{"cniVersion":"1.1.0","name":"n","plugins":[{"args":{"netclass.dev":{"nad":"blue/vx"}},"type":"a"},{"args":{"netclass.dev":{"nad":"blue/vx"}},"type":"b"}]}`},
+		// the caller's block of netclass-nad's key is never passed on
+		{args: `{"cni":{"mac":"m"},"netclass.dev":{"nad":"red/forged"}}`, nad: "blue/vx",
+			want: `{"cniVersion":"1.1.0","name":"n","plugins":[{"args":{"cni":{"mac":"m"},"netclass.dev":{"nad":"blue/vx"}},"type":"a"},{"args":{"cni":{"mac":"m"},"netclass.dev":{"nad":"blue/vx"}},"type":"b"}]}`},
+		{args: `{"netclass.dev":{"nad":"red/forged"}}`, want: `{"cniVersion":"1.1.0","name":"n","plugins":[{"args":{},"type":"a"},{"args":{},"type":"b"}]}`},
 	} {
-		got, err := withArgs(list, json.RawMessage(c.args))
+		got, err := withArgs(list, json.RawMessage(c.args), c.nad)
 		if err != nil || string(got) != c.want {
-			t.Errorf("args %s:\n got %s %v\nwant %s", c.args, got, err, c.want)
+			t.Errorf("args %s, nad %q:\n got %s %v\nwant %s", c.args, c.nad, got, err, c.want)
 		}
 	}
 }
@@ -84,6 +92,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"cniVersion":"1.0.0","name":"vx","type":"netclass-nad","network":"blue/vx"}`))
 	f.Add([]byte(`{"name":"s","type":"netclass-nad","network":"storage","stateDir":"/x","args":{},"runtimeConfig":{"mac":"x"}}`))
 	f.Add([]byte(`{"type":"netclass-nad","network":"a/b/c"}`))
+	f.Add([]byte(`{"name":"vx","type":"netclass-nad","network":"blue/vx","nad":"blue/vx"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/netclass-dev/netclass/conf/nadfile"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
@@ -28,13 +29,15 @@ type bed struct {
 	ipamDir  string
 	file     []byte
 	conf     []byte
+	// records is netclass-bridge's dataDir (its attachments' records).
+	records string
 }
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
-	b := &bed{h: cnitest.NewHost(t), stateDir: t.TempDir(), ipamDir: t.TempDir()}
+	b := &bed{h: cnitest.NewHost(t), stateDir: t.TempDir(), ipamDir: t.TempDir(), records: t.TempDir()}
 	list := map[string]any{"cniVersion": "1.1.0", "name": "blue_vx", "plugins": []any{
-		map[string]any{"type": "netclass-bridge", "bridge": "nadbr0", "dataDir": t.TempDir(),
+		map[string]any{"type": "netclass-bridge", "bridge": "nadbr0", "dataDir": b.records,
 			"capabilities": map[string]bool{"mac": true},
 			"ipam":         map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": "10.77.0.0/24"}}}, "dataDir": b.ipamDir}},
 		map[string]any{"type": "netclass-qos", "qos": map[string]any{"dscp": 10}, "dataDir": t.TempDir()},
@@ -96,7 +99,8 @@ func wantCode(t *testing.T, what string, err error, code uint, msg string) {
 // Two pods attached through netclass-nad get what the rendered list makes
 // (the bridge's veth and address, the chained qos plugin's result passed
 // through, the caller's runtimeConfig reaching the plugin that declares
-// it), reach each other, pass CHECK; DEL after the file is gone (the
+// it), reach each other, pass CHECK; the plugin's record names the NAD of
+// the config, whatever NAD the caller's args say; DEL after the file is gone (the
 // network no longer offered) still removes the attachment, from the list
 // ADD used; ADD and STATUS without the file say the network is not offered.
 func TestDelegatesToTheRenderedList(t *testing.T) {
@@ -104,6 +108,8 @@ func TestDelegatesToTheRenderedList(t *testing.T) {
 	h := b.h
 	pa, pb := bluePod(t), bluePod(t)
 	withMAC := cnitest.WithField(t, b.conf, "runtimeConfig", map[string]any{"mac": "02:00:00:00:77:01"})
+	withMAC = cnitest.WithField(t, withMAC, "nad", "blue/vx")
+	withMAC = cnitest.WithField(t, withMAC, "args", map[string]any{nadfile.ArgsKey: map[string]string{"nad": "blue/forged"}})
 	ra := h.Add(t, "netclass-nad", withMAC, pa, "net1")
 	rb := h.Add(t, "netclass-nad", b.conf, pb, "net1")
 	if ra.CNIVersion != "1.0.0" {
@@ -118,6 +124,8 @@ func TestDelegatesToTheRenderedList(t *testing.T) {
 	if err := h.Check(t, "netclass-nad", withMAC, ra, pa, "net1"); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
+	wantRecordedNAD(t, b.records, pa.ID, "blue/vx")
+	wantRecordedNAD(t, b.records, pb.ID, "")
 	b.remove(t)
 	_, err := h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", b.conf))
 	wantCode(t, "ADD of a network not offered", err, 11, "network blue/vx is not offered on this node")
@@ -183,5 +191,17 @@ func TestANetworkIsItsNamespaceOnly(t *testing.T) {
 		if p.NS.HasLink(t, "net1") {
 			t.Errorf("CNI_ARGS %q: the refused pod has a net1", c.args)
 		}
+	}
+}
+
+// wantRecordedNAD: netclass-bridge's record of the pod's net1 names the NAD.
+func wantRecordedNAD(t *testing.T, dir, containerID, nad string) {
+	t.Helper()
+	r, err := attach.Store{Dir: dir}.Get("blue_vx", containerID, "net1")
+	if err != nil || r == nil {
+		t.Fatalf("record of %s: %v", containerID, err)
+	}
+	if got := nadfile.NADOf(r.Config); got != nad {
+		t.Errorf("record of %s names NAD %q, want %q (config %s)", containerID, got, nad, r.Config)
 	}
 }

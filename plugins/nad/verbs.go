@@ -84,7 +84,7 @@ func (c *call) cached() (*libcni.NetworkConfigList, error) {
 }
 
 func (c *call) list(b []byte) (*libcni.NetworkConfigList, error) {
-	b, err := withArgs(b, c.conf.Args)
+	b, err := withArgs(b, c.conf.Args, c.conf.NAD)
 	if err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, "netclass-nad: rendered configuration list", err.Error())
 	}
