@@ -83,7 +83,7 @@ func (s *foreignSource) mismatch(r *attach.Record, nad types.NamespacedName) str
 		s.nads.wanted()
 		return "NetworkAttachmentDefinitions are not cached yet (their API was not served when netclass-dra last looked)"
 	}
-	return nadMismatch(r.Network, nad, e)
+	return nadMismatch(madeOnOf(r), nad, e)
 }
 
 // readRecords reads every network's records of the store (an unreadable

@@ -11,6 +11,7 @@ import (
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/nadfile"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/shim/multus"
 )
 
@@ -89,25 +90,43 @@ func (e *nadEntry) generated() (network string, ok bool) {
 	return network, e.Labels[contract.NADManagedByLabel] == contract.Provider && network != ""
 }
 
+// madeOn is what a plugin's record says an interface was made on: its CNI
+// network, and the NAD netclass-nad ran when it did (nadfile.NADOf; "" when
+// the record does not say: a hand-written NAD, or netclass-nad of a config
+// without "nad").
+type madeOn struct {
+	Network, NAD string
+}
+
+// madeOnOf reads a record's madeOn.
+func madeOnOf(r *attach.Record) madeOn {
+	return madeOn{Network: r.Network, NAD: nadfile.NADOf(r.Config)}
+}
+
 // nadMismatch says why a NAD that a pod's network-status names for an
-// interface is not the one the interface was made from, by its record's
-// CNI network name ("": it may be): a NAD netclass-controller generated
-// runs its network's list (nadfile.Ref.CNIName), another its own config.
-// e is the NAD as cached (nil: none such).
-func nadMismatch(recNetwork string, nad types.NamespacedName, e *nadEntry) string {
+// interface is not the one the interface was made from, by its record
+// ("": it may be): the NAD the record names, when it names one; and the CNI
+// network: a NAD netclass-controller generated runs its network's list
+// (nadfile.Ref.CNIName), another its own config. e is the NAD as cached
+// (nil: none such).
+func nadMismatch(made madeOn, nad types.NamespacedName, e *nadEntry) string {
+	if made.NAD != "" && made.NAD != nad.String() {
+		return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, but the interface was made through NetworkAttachmentDefinition %s",
+			multus.AnnotationNetworkStatus, nad, made.NAD)
+	}
 	if e == nil {
 		return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, which does not exist", multus.AnnotationNetworkStatus, nad)
 	}
 	if network, ok := e.generated(); ok {
-		if ref, err := nadfile.ParseRef(contract.NADNetworkAnnotation, network); err != nil || ref.CNIName() != recNetwork {
+		if ref, err := nadfile.ParseRef(contract.NADNetworkAnnotation, network); err != nil || ref.CNIName() != made.Network {
 			return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, netclass's NAD of network %s, but the interface was made on CNI network %q",
-				multus.AnnotationNetworkStatus, nad, network, recNetwork)
+				multus.AnnotationNetworkStatus, nad, network, made.Network)
 		}
 		return ""
 	}
-	if e.ConfigName != "" && e.ConfigName != recNetwork {
+	if e.ConfigName != "" && e.ConfigName != made.Network {
 		return fmt.Sprintf("annotation %s names NetworkAttachmentDefinition %s, whose config is CNI network %q, but the interface was made on CNI network %q",
-			multus.AnnotationNetworkStatus, nad, e.ConfigName, recNetwork)
+			multus.AnnotationNetworkStatus, nad, e.ConfigName, made.Network)
 	}
 	return ""
 }

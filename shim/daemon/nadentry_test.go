@@ -13,6 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/plugins/attach"
 )
 
 func nadObject(ns, name string, labels, annotations map[string]string, config string) *unstructured.Unstructured {
@@ -88,26 +89,44 @@ func TestNADMismatch(t *testing.T) {
 	nad := types.NamespacedName{Namespace: "t1", Name: "x"}
 	for _, tc := range []struct {
 		name      string
-		recorded  string
+		recorded  madeOn
 		entry     *nadEntry
 		wantEmpty bool
 		want      string
 	}{
-		{"a Network's generated NAD", "t1_vx", gen("t1/vx"), true, ""},
-		{"a PodNetwork's generated NAD", "pn", gen("pn"), true, ""},
-		{"another network's generated NAD", "t1_vx", gen("t1/other"), false, `netclass's NAD of network t1/other, but the interface was made on CNI network "t1_vx"`},
-		{"a PodNetwork's, the interface a Network's", "t1_vx", gen("vx"), false, "network vx"},
-		{"a hand-written NAD of the config", "blue", hand("blue"), true, ""},
-		{"a hand-written NAD of another config", "t1_vx", hand("blue"), false, `whose config is CNI network "blue", but the interface was made on CNI network "t1_vx"`},
-		{"a hand-written NAD whose config does not parse", "t1_vx", hand(""), true, ""},
-		{"a generated NAD whose annotation does not parse", "t1_vx", gen("a/b/c"), false, "network a/b/c"},
-		{"marked but naming no network: hand-written", "blue", nadMeta("t1", "x", mark, nil), true, ""},
-		{"no such NAD", "t1_vx", nil, false, "names NetworkAttachmentDefinition t1/x, which does not exist"},
+		{"a Network's generated NAD", madeOn{Network: "t1_vx"}, gen("t1/vx"), true, ""},
+		{"a PodNetwork's generated NAD", madeOn{Network: "pn"}, gen("pn"), true, ""},
+		{"another network's generated NAD", madeOn{Network: "t1_vx"}, gen("t1/other"), false, `netclass's NAD of network t1/other, but the interface was made on CNI network "t1_vx"`},
+		{"a PodNetwork's, the interface a Network's", madeOn{Network: "t1_vx"}, gen("vx"), false, "network vx"},
+		{"a hand-written NAD of the config", madeOn{Network: "blue"}, hand("blue"), true, ""},
+		{"a hand-written NAD of another config", madeOn{Network: "t1_vx"}, hand("blue"), false, `whose config is CNI network "blue", but the interface was made on CNI network "t1_vx"`},
+		{"a hand-written NAD whose config does not parse", madeOn{Network: "t1_vx"}, hand(""), true, ""},
+		{"a generated NAD whose annotation does not parse", madeOn{Network: "t1_vx"}, gen("a/b/c"), false, "network a/b/c"},
+		{"marked but naming no network: hand-written", madeOn{Network: "blue"}, nadMeta("t1", "x", mark, nil), true, ""},
+		{"no such NAD", madeOn{Network: "t1_vx"}, nil, false, "names NetworkAttachmentDefinition t1/x, which does not exist"},
+		{"the NAD its generated NAD's record names", madeOn{"pn", "t1/x"}, gen("pn"), true, ""},
+		{"another namespace's generated NAD of its PodNetwork", madeOn{"pn", "t2/x"}, gen("pn"), false,
+			"names NetworkAttachmentDefinition t1/x, but the interface was made through NetworkAttachmentDefinition t2/x"},
+		{"the NAD its record names, of another network now", madeOn{"pn", "t1/x"}, gen("other"), false, "netclass's NAD of network other"},
+		{"the NAD its record names, gone", madeOn{"pn", "t1/x"}, nil, false, "which does not exist"},
 	} {
 		got := nadMismatch(tc.recorded, nad, tc.entry)
 		if (got == "") != tc.wantEmpty || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A record says what its interface was made on: its network, and the NAD
+// netclass-nad's args name in its configuration.
+func TestMadeOnOf(t *testing.T) {
+	r := &attach.Record{Network: "pn", Config: []byte(`{"type":"netclass-bridge","args":{"cni":{},"netclass.dev":{"nad":"t1/x"}}}`)}
+	if got := madeOnOf(r); got != (madeOn{Network: "pn", NAD: "t1/x"}) {
+		t.Errorf("%+v", got)
+	}
+	r.Config = []byte(`{"type":"netclass-bridge"}`)
+	if got := madeOnOf(r); got != (madeOn{Network: "pn"}) {
+		t.Errorf("%+v", got)
 	}
 }
 

@@ -39,7 +39,7 @@ func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
 		t.Fatalf("network-status entry of net1 %+v, want it to name %s/ncbr", st, ns)
 	}
 	dra := e.DRAOn(n.Name)
-	dra.WaitAgent(t, "net1 on its NAD", agentListsNet1(ns, false, ns+"/ncbr"))
+	dra.WaitAgent(t, "net1 on its NAD", agentLists(ns+"/a", "net1", false, ns+"/ncbr"))
 	stripStatus(t, e, pod, "net1")
 	stripped := time.Now()
 	want := "interface net1, made by a netclass plugin for Multus, gets no NetworkPolicy or NetworkQoS change, until the pod's network-status names its NetworkAttachmentDefinition: annotation " +
@@ -58,7 +58,7 @@ func TestMultusAttachmentWithoutNetworkStatus(t *testing.T) {
 		t.Errorf("the Event came %v after the annotation was edited, before the grace of %v", took, daemon.NetworkStatusGrace)
 	}
 	t.Logf("%v after the edit: %s %s: %s", took.Round(time.Millisecond), got[0].Type, got[0].Reason, got[0].Message)
-	dra.WaitAgent(t, "net1 listed as waiting for its network-status, on the network it held", agentListsNet1(ns, true, ns+"/ncbr"))
+	dra.WaitAgent(t, "net1 listed as waiting for its network-status, on the network it held", agentLists(ns+"/a", "net1", true, ns+"/ncbr"))
 	deletePodAndWait(t, e, ns, "a")
 }
 
@@ -77,7 +77,7 @@ func TestMultusAttachmentMovedToAnotherNAD(t *testing.T) {
 	p.Annotations = map[string]string{annotationNetworks: `[{"name": "ncbr", "interface": "net1"}]`}
 	e.RunPods(t, p)
 	dra := e.DRAOn(n.Name)
-	dra.WaitAgent(t, "net1 on its NAD", agentListsNet1(ns, false, ns+"/ncbr"))
+	dra.WaitAgent(t, "net1 on its NAD", agentLists(ns+"/a", "net1", false, ns+"/ncbr"))
 	editStatus(t, e, getPod(t, e, ns, "a"), func(entries []map[string]any) []map[string]any {
 		for _, en := range entries {
 			if en["interface"] == "net1" {
@@ -86,7 +86,7 @@ func TestMultusAttachmentMovedToAnotherNAD(t *testing.T) {
 		}
 		return entries
 	})
-	dra.WaitAgent(t, "net1 waiting for its network-status, on the network it held", agentListsNet1(ns, true, ns+"/ncbr"))
+	dra.WaitAgent(t, "net1 waiting for its network-status, on the network it held", agentLists(ns+"/a", "net1", true, ns+"/ncbr"))
 	want := fmt.Sprintf("until the pod's network-status names its NetworkAttachmentDefinition: annotation %s names NetworkAttachmentDefinition %s/other, whose config is CNI network \"e2e-elsewhere\", but the interface was made on CNI network %q",
 		annotationNetworkStatus, ns, network)
 	var got []corev1.Event
@@ -101,16 +101,17 @@ func TestMultusAttachmentMovedToAnotherNAD(t *testing.T) {
 	deletePodAndWait(t, e, ns, "a")
 }
 
-// agentListsNet1 is a WaitAgent condition: pod a's net1 is listed on the
-// network named ...nad, waiting for its network-status or not.
-func agentListsNet1(ns string, waiting bool, nad string) func([]harness.AgentAttachment) (bool, string) {
+// agentLists is a WaitAgent condition: the pod's (<namespace>/<name>)
+// interface is listed on the network named ...nad, waiting for its
+// network-status or not.
+func agentLists(pod, ifname string, waiting bool, nad string) func([]harness.AgentAttachment) (bool, string) {
 	return func(atts []harness.AgentAttachment) (bool, string) {
 		for _, a := range atts {
-			if a.Pod == ns+"/a" && a.Interface == "net1" {
+			if a.Pod == pod && a.Interface == ifname {
 				return a.NetworkStatusMissing == waiting && strings.HasSuffix(a.Network, nad), fmt.Sprintf("listed as %+v", a)
 			}
 		}
-		return false, "net1 of pod a not listed"
+		return false, ifname + " of pod " + pod + " not listed"
 	}
 }
 

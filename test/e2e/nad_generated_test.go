@@ -147,7 +147,10 @@ func inBlock(t *testing.T, e *harness.Env, cluster string, n bed.Node, subnet, a
 // its pods are gone. A netclass-bridge PodNetwork listing the namespace in
 // netclass.dev/nad-namespaces gets its NAD there too (pods a and c on node
 // 1 reach each other over it as net2), deleted once the list drops the
-// namespace and its last pod is gone.
+// namespace and its last pod is gone. Pod c's network-status moved to the
+// PodNetwork's NAD of another namespace (same network, same CNI list) does
+// not move its interface there: its record names the NAD it was made
+// through.
 func TestMultusGeneratedNAD(t *testing.T) {
 	e := harness.Shared(t)
 	n1, n2 := twoNodes(t, e)
@@ -209,8 +212,37 @@ func TestMultusGeneratedNAD(t *testing.T) {
 	e.Ping(t, ns, "b", "net1", addr["a"])
 	c := e.MustIface(t, ns, "c", "net2")
 	e.Ping(t, ns, "a", "net2", strings.Split(c.CIDRs[0], "/")[0])
+	genMovedToAnotherNamespace(t, e, dyn, n1, pn, ns)
 	genDeleteNetwork(t, e, dyn, ns)
 	genDropNamespace(t, e, dyn, pn, ns)
+}
+
+// genMovedToAnotherNamespace: the PodNetwork's NAD generated in another
+// namespace too, pod c's network-status edited to name that NAD for net2
+// (as whoever may update the pod can) leaves net2 on the NAD it was made
+// through, listed by node 1's agent as waiting for its network-status.
+func genMovedToAnotherNamespace(t *testing.T, e *harness.Env, dyn dynamic.Interface, n bed.Node, pn, ns string) {
+	t.Helper()
+	other := testbed.Namespace(t, e.Kube)
+	genAnnotate(t, e, pn, ns+","+other)
+	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "NAD "+other+"/"+pn, func(ctx context.Context) (bool, string, error) {
+		u, err := genGetNAD(ctx, dyn, other, pn)
+		if apierrors.IsNotFound(err) {
+			return false, "not yet", nil
+		}
+		return err == nil && nad.Owned(u), fmt.Sprint(u), err
+	})
+	dra := e.DRAOn(n.Name)
+	dra.WaitAgent(t, "c's net2 on "+ns+"/"+pn, agentLists(ns+"/c", "net2", false, ns+"/"+pn))
+	editStatus(t, e, getPod(t, e, ns, "c"), func(entries []map[string]any) []map[string]any {
+		for _, en := range entries {
+			if en["interface"] == "net2" {
+				en["name"] = other + "/" + pn
+			}
+		}
+		return entries
+	})
+	dra.WaitAgent(t, "c's net2 waiting for its network-status, on "+ns+"/"+pn, agentLists(ns+"/c", "net2", true, ns+"/"+pn))
 }
 
 // genPodNetworkNAD lists the namespace in the PodNetwork's
