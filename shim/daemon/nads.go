@@ -70,7 +70,9 @@ func nadCache(client dynamic.Interface) (dynamicinformer.DynamicSharedInformerFa
 
 // watchNADs, when NADs were not served at start, waits until they are
 // (looking every crdPollPeriod, and at once, at most every crdKickInterval,
-// when a Multus attachment needs them: nadLookup.wanted), then caches them and asks the agent for a sync.
+// when a Multus attachment needs them: nadLookup.wanted), then caches them
+// and asks the agent for a sync. The factory it makes is its own: it shuts
+// it down when ctx ends (startInformers' stop knows only those of the start).
 func (d *Daemon) watchNADs(ctx context.Context) {
 	if d.nadFac != nil {
 		return
@@ -92,10 +94,12 @@ func (d *Daemon) watchNADs(ctx context.Context) {
 		logger.Error(err, "watch NetworkAttachmentDefinitions")
 	}
 	d.nadFac.Start(ctx.Done())
+	defer d.nadFac.Shutdown()
 	d.nadFac.WaitForCacheSync(ctx.Done())
 	d.nadLook.set(lister)
 	logger.Info("NetworkAttachmentDefinitions are served now: NetworkQoS NAD selectors match")
 	d.qos.Trigger()
+	<-ctx.Done()
 }
 
 // nadFactory is the NAD informer factory as startInformers starts it.
