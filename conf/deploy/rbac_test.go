@@ -72,7 +72,8 @@ func controllerCalls() []apiCall {
 	add(calls(mod+"controller/nad", `res\.Create\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "create"))
 	add(calls(mod+"controller/nad", `res\.Update\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "update"))
 	add(calls(mod+"controller/nad", `Namespace\(u\.GetNamespace\(\)\)\.Delete\(ctx`, "k8s.cni.cncf.io", "network-attachment-definitions", "delete"))
-	add(calls(mod+"controller/nad", `CoreV1\(\)\.Pods\(ns\)\.List\(ctx`, "", "pods", "list"))
+	add(calls(mod+"controller/nad", `coreinformers\.NewPodInformer\(kube`, "", "pods", "list", "watch"))
+	add(calls(mod+"controller/nad", `kubeInf\.Core\(\)\.V1\(\)\.Namespaces\(\)`, "", "namespaces", "list", "watch"))
 	add(calls(record, `sink\.Create\(`, "", "events", "create"))
 	add(calls(record, `sink\.Patch\(`, "", "events", "patch"))
 	lease := "k8s.io/client-go/tools/leaderelection/resourcelock"

@@ -291,7 +291,7 @@ func build(cl clients, kubeInf informers.SharedInformerFactory, ncInf ncinformer
 	add(nodeindex.New(cl.kube, kubeInf, cl.recorder))
 	add(network.New(cl.nc, ncInf, cl.recorder))
 	add(networkqos.New(cl.nc, ncInf, cl.recorder))
-	nads, err := nad.New(cl.dyn, cl.kube.Discovery(), cl.kube, ncInf, cl.recorder)
+	nads, err := nad.New(cl.dyn, cl.kube.Discovery(), kubeInf, ncInf, cl.recorder)
 	if err == nil && opts.NADRecheck > 0 {
 		nads.Recheck = opts.NADRecheck
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -29,8 +29,8 @@ import (
 const Name = "nad"
 
 // DefaultRecheck is how often the controller syncs without an event: it
-// notices the NAD CRD being installed, NADs edited or deleted by hand and
-// pods that stopped naming a deleting NAD this way.
+// notices the NAD CRD being installed and NADs edited or deleted by hand
+// this way (a pod that stops naming a deleting NAD asks for a sync itself).
 const DefaultRecheck = 20 * time.Second
 
 // Event reasons on networks.
@@ -51,7 +51,6 @@ const (
 type Controller struct {
 	dyn         dynamic.Interface
 	disc        discovery.DiscoveryInterface
-	kube        kubernetes.Interface
 	networks    nclisters.NetworkLister
 	podNetworks mnlisters.PodNetworkLister
 	recorder    record.EventRecorder
@@ -60,26 +59,60 @@ type Controller struct {
 	trigger chan struct{}
 	synced  []cache.InformerSynced
 	served  *bool
+	// pods are every pod, cut down and indexed byNAD (podInformer).
+	pods       cache.Indexer
+	namespaces corelisters.NamespaceLister
+	// deleting are the deleting generated NADs of the last sync.
+	deleting *deletingNADs
 }
 
-// New wires the controller to the Network and PodNetwork informers; the
-// factory must be started by the caller.
-func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kube kubernetes.Interface, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+// New wires the controller to the Network, PodNetwork and pod informers;
+// the factories must be started by the caller.
+func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kubeInf informers.SharedInformerFactory, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
 	netInf := nc.Netclass().V1alpha1().Networks()
 	pnInf := nc.Multinetwork().V1().PodNetworks()
-	c := &Controller{dyn: dyn, disc: disc, kube: kube, networks: netInf.Lister(), podNetworks: pnInf.Lister(),
-		recorder: recorder, Recheck: DefaultRecheck, trigger: make(chan struct{}, 1)}
+	podInf, err := podInformer(kubeInf)
+	if err != nil {
+		return nil, fmt.Errorf("nad controller: pod informer: %w", err)
+	}
+	nsInf := kubeInf.Core().V1().Namespaces()
+	c := &Controller{dyn: dyn, disc: disc, networks: netInf.Lister(), podNetworks: pnInf.Lister(),
+		recorder: recorder, Recheck: DefaultRecheck, trigger: make(chan struct{}, 1),
+		pods: podInf.GetIndexer(), namespaces: nsInf.Lister(), deleting: &deletingNADs{}}
 	poke := func(any) { c.Trigger() }
-	for _, inf := range []cache.SharedIndexInformer{netInf.Informer(), pnInf.Informer()} {
-		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke,
-		})
+	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
+		netInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke},
+		pnInf.Informer():  cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke},
+		podInf:            c.podHandler(),
+	}
+	for inf, h := range handlers {
+		reg, err := inf.AddEventHandler(h)
 		if err != nil {
 			return nil, fmt.Errorf("nad controller: add event handler: %w", err)
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
+	c.synced = append(c.synced, nsInf.Informer().HasSynced)
 	return c, nil
+}
+
+// podHandler asks for a sync when a pod stops naming a deleting NAD.
+func (c *Controller) podHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(before, after any) {
+			if c.deleting.released(before, after) {
+				c.Trigger()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if c.deleting.released(obj, nil) {
+				c.Trigger()
+			}
+		},
+	}
 }
 
 // HasSynced reports whether the informers' handlers have seen the initial lists.
@@ -168,15 +201,12 @@ func (c *Controller) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list generated NetworkAttachmentDefinitions: %w", err)
 	}
+	owned, deleting := ownedNADs(have.Items, want)
+	// before any finalizer is looked at: a pod going meanwhile asks again
+	c.deleting.set(deleting)
 	var errs []error
-	owned := map[string]*unstructured.Unstructured{}
-	for i := range have.Items {
-		u := &have.Items[i]
-		if !Owned(u) {
-			continue
-		}
-		owned[u.GetNamespace()+"/"+u.GetName()] = u
-		if _, ok := want[u.GetNamespace()+"/"+u.GetName()]; !ok {
+	for key, u := range owned {
+		if _, ok := want[key]; !ok {
 			errs = append(errs, c.retire(ctx, u))
 		}
 	}
@@ -184,6 +214,23 @@ func (c *Controller) Sync(ctx context.Context) error {
 		errs = append(errs, c.ensure(ctx, d, owned[key]))
 	}
 	return errors.Join(errs...)
+}
+
+// ownedNADs are the generated NADs among items by key, and whether each is
+// (or is about to be) deleted and held by the finalizer.
+func ownedNADs(items []unstructured.Unstructured, want map[string]Desired) (owned map[string]*unstructured.Unstructured, deleting map[string]bool) {
+	owned, deleting = map[string]*unstructured.Unstructured{}, map[string]bool{}
+	for i := range items {
+		u := &items[i]
+		if !Owned(u) {
+			continue
+		}
+		key := u.GetNamespace() + "/" + u.GetName()
+		owned[key] = u
+		_, wanted := want[key]
+		deleting[key] = hasFinalizer(u) && (!wanted || u.GetDeletionTimestamp() != nil)
+	}
+	return owned, deleting
 }
 
 // event records an Event on the network of key ("<ns>/<name>": a Network,
@@ -203,20 +250,30 @@ func (c *Controller) event(key, reason, msg string) {
 	}
 }
 
-// inUse reports whether a pod of the NAD's namespace that has not ended
-// names it in its network selection annotation.
-func (c *Controller) inUse(ctx context.Context, ns, name string) (bool, error) {
-	pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+// inUse reports whether a pod that has not ended names the NAD in its
+// network selection annotation, as the pod cache has it: a pod of the NAD's
+// namespace; or, for a PodNetwork's NAD (the only kind a pod of another
+// namespace can attach through: netclass-nad refuses it a Network), a pod of
+// another namespace while the NAD's own is not being deleted (so that no
+// other namespace's pod holds a namespace's deletion).
+func (c *Controller) inUse(u *unstructured.Unstructured) (bool, error) {
+	ns := u.GetNamespace()
+	pods, err := c.pods.ByIndex(byNAD, ns+"/"+u.GetName())
 	if err != nil {
-		return true, fmt.Errorf("list pods of %s: %w", ns, err)
+		return true, fmt.Errorf("pods naming NetworkAttachmentDefinition %s: %w", klog.KObj(u), err)
 	}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if slices.Contains(Names(p.Namespace, p.Annotations[AnnotationNetworks]), ns+"/"+name) {
+	_, _, ofNetwork := cut(u.GetAnnotations()[AnnotationNetwork])
+	crossNamespace := !ofNetwork && !c.terminating(ns)
+	for _, p := range pods {
+		if p.(*corev1.Pod).Namespace == ns || crossNamespace {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// terminating reports whether the namespace is being deleted (or gone).
+func (c *Controller) terminating(ns string) bool {
+	n, err := c.namespaces.Get(ns)
+	return err != nil || n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +39,7 @@ func newEnv(t *testing.T, kubeObjs, ncObjs, nads []runtime.Object) *env {
 		}
 	}
 	disc := e.Kube.Discovery().(*fakediscovery.FakeDiscovery)
-	c, err := nad.New(dyn, disc, e.Kube, e.NCInf, e.Recorder)
+	c, err := nad.New(dyn, disc, e.KubeInf, e.NCInf, e.Recorder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +157,57 @@ func TestSync(t *testing.T) {
 	if got := e.nads(t); !slices.Equal(got, []string{"blue/taken", "games/storage"}) {
 		t.Errorf("after the Network went: NADs %v", got)
 	}
+}
+
+// A deleting generated NAD of a PodNetwork is held while a pod of any
+// namespace names it (Multus lets a pod name a NAD of another namespace),
+// and released by the first sync after that pod went (which asks for it:
+// TestPodHandler). A pod of another namespace holds neither a Network's NAD
+// (netclass-nad refuses it) nor one whose namespace is being deleted.
+func TestDeletingNADHeldByAPodOfAnotherNamespace(t *testing.T) {
+	pn := &multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "storage", Annotations: map[string]string{nad.AnnotationNamespaces: "infra,gone"}}}
+	pn.Spec.Provider = "netclass.dev"
+	pn.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
+	deleting := func(ns, name, network string) *unstructured.Unstructured {
+		u := nad.Object(nad.Desired{Namespace: ns, Name: name, Network: network, Labels: map[string]string{nad.LabelManagedBy: nad.ManagedBy}})
+		u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()}) // deleted by hand
+		return u
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "games", Name: "p",
+		Annotations: map[string]string{nad.AnnotationNetworks: "infra/storage@net1, infra/vx@net2, gone/storage@net3"}}}
+	infra := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}
+	gone := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
+	gone.Status.Phase = corev1.NamespaceTerminating
+	e := newEnv(t, []runtime.Object{pod, infra, gone}, []runtime.Object{pn, readyNetwork("infra", "vx")},
+		[]runtime.Object{deleting("infra", "storage", "storage"), deleting("infra", "vx", "infra/vx"), deleting("gone", "storage", "storage")})
+	e.serve()
+	e.sync(t)
+	for _, c := range []struct {
+		ns, name string
+		held     bool
+	}{{"infra", "storage", true}, {"infra", "vx", false}, {"gone", "storage", false}} {
+		if f := e.finalizers(t, c.ns, c.name); len(f) > 0 != c.held {
+			t.Errorf("%s/%s: finalizers %v while pod games/p names it, want it held: %v", c.ns, c.name, f, c.held)
+		}
+	}
+	if err := e.Kube.CoreV1().Pods("games").Delete(e.Ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Resync(t, "the pod gone", func() bool {
+		_, err := e.KubeInf.Core().V1().Pods().Lister().Pods("games").Get("p")
+		return err != nil
+	})
+	e.sync(t)
+	if f := e.finalizers(t, "infra", "storage"); len(f) != 0 {
+		t.Errorf("finalizers %v after the last pod naming the NAD went", f)
+	}
+}
+
+func (e *env) finalizers(t *testing.T, ns, name string) []string {
+	t.Helper()
+	u, err := e.dyn.Resource(nad.GVR).Namespace(ns).Get(e.Ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetFinalizers()
 }

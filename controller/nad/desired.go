@@ -14,8 +14,9 @@
 // NADs are collected by the controller itself (it lists its own NADs and
 // deletes those no network wants). Every generated NAD holds the finalizer
 // netclass.dev/nad-in-use: a NAD being deleted (by the controller or by the
-// garbage collector after its Network went) stays until no pod of its
-// namespace names it in k8s.v1.cni.cncf.io/networks.
+// garbage collector after its Network went) stays until no pod that has not
+// ended names it in k8s.v1.cni.cncf.io/networks (from a pod cache, pods.go;
+// Controller.inUse says which pods of other namespaces count).
 package nad
 
 import (

@@ -78,7 +78,7 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured)
 	if !hasFinalizer(u) {
 		return nil
 	}
-	used, err := c.inUse(ctx, u.GetNamespace(), u.GetName())
+	used, err := c.inUse(u)
 	if err != nil || used {
 		return err
 	}

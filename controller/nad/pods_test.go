@@ -1,0 +1,92 @@
+package nad
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func pod(ns, networks string, phase corev1.PodPhase) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", UID: "u", ResourceVersion: "7",
+		Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"other": "y"}}}
+	if networks != "" {
+		p.Annotations[AnnotationNetworks] = networks
+	}
+	p.Spec.NodeName = "n1"
+	p.Status.Phase = phase
+	return p
+}
+
+func TestPodNADs(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pod  any
+		want []string
+	}{
+		{"its namespace and another, twice", pod("games", "storage@net1, infra/storage, storage@net2", corev1.PodRunning), []string{"games/storage", "infra/storage"}},
+		{"JSON", pod("games", `[{"name":"storage","namespace":"infra"}]`, corev1.PodPending), []string{"infra/storage"}},
+		{"ended", pod("games", "storage", corev1.PodSucceeded), nil},
+		{"failed", pod("games", "storage", corev1.PodFailed), nil},
+		{"none", pod("games", "", corev1.PodRunning), nil},
+		{"not a pod", "x", nil},
+	} {
+		got, err := podNADs(c.pod)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v %v, want %v", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestCutPod(t *testing.T) {
+	got, err := cutPod(pod("games", "storage", corev1.PodRunning))
+	p := got.(*corev1.Pod)
+	if err != nil || p.Name != "p" || p.Namespace != "games" || p.UID != "u" || p.ResourceVersion != "7" ||
+		p.Status.Phase != corev1.PodRunning || len(p.Annotations) != 1 || p.Annotations[AnnotationNetworks] != "storage" ||
+		p.Labels != nil || p.Spec.NodeName != "" {
+		t.Errorf("cut %+v %v", p, err)
+	}
+	if got, _ := cutPod(pod("games", "", corev1.PodRunning)); got.(*corev1.Pod).Annotations != nil {
+		t.Errorf("annotations kept: %v", got.(*corev1.Pod).Annotations)
+	}
+	marker := cache.DeletedFinalStateUnknown{Key: "games/p"}
+	if got, _ := cutPod(marker); got != marker {
+		t.Errorf("a deletion marker changed: %v", got)
+	}
+}
+
+// A pod that stops naming a deleting NAD (gone, ended, annotation edited)
+// asks for a sync; any other pod change does not.
+func TestPodHandler(t *testing.T) {
+	c := &Controller{trigger: make(chan struct{}, 1), deleting: &deletingNADs{}}
+	c.deleting.set(map[string]bool{"infra/storage": true, "infra/kept": false})
+	h := c.podHandler()
+	naming := pod("games", "infra/storage, infra/kept", corev1.PodRunning)
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   bool
+	}{
+		{"deleted", func() { h.OnDelete(naming) }, true},
+		{"deleted, seen late", func() { h.OnDelete(cache.DeletedFinalStateUnknown{Key: "games/p", Obj: naming}) }, true},
+		{"ended", func() { h.OnUpdate(naming, pod("games", "infra/storage", corev1.PodSucceeded)) }, true},
+		{"annotation edited", func() { h.OnUpdate(naming, pod("games", "infra/kept", corev1.PodRunning)) }, true},
+		{"still naming it", func() { h.OnUpdate(naming, naming) }, false},
+		{"a NAD not deleting dropped", func() { h.OnUpdate(naming, pod("games", "infra/storage", corev1.PodRunning)) }, false},
+		{"another pod deleted", func() { h.OnDelete(pod("games", "infra/kept", corev1.PodRunning)) }, false},
+		{"added", func() { h.OnAdd(naming, false) }, false},
+	} {
+		tc.change()
+		got := false
+		select {
+		case <-c.trigger:
+			got = true
+		default:
+		}
+		if got != tc.want {
+			t.Errorf("%s: sync asked %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
