@@ -35,6 +35,8 @@ type DebugAttachment struct {
 	// network-status does not name its NetworkAttachmentDefinition (the
 	// pod gets a NetworkStatusMissing Event). Its network unknown, it keeps
 	// the rules it held, which the rest of the entry names (Network empty
-	// if it never held any).
+	// if it never held any). Not set for an interface of a netclass plugin
+	// that another caller ran (the pod asks Multus for no network on it):
+	// listed with no network, and nothing waits for a network-status.
 	NetworkStatusMissing bool `json:"networkStatusMissing,omitempty"`
 }

@@ -17,7 +17,7 @@ func attachmentsHandler(outcomes func() []ruleagent.Outcome) http.Handler {
 				Network: o.Network.String(), NetworkQoS: o.Selected, NetworkPolicies: o.Policies,
 				MultiNetworkPolicies: o.MultiPolicies, ClusterNetworkPolicies: o.ClusterPolicies,
 				NotEnforced: errString(o.PolicyIgnored), QoSIgnored: errString(o.Ignored), Error: errString(o.Err),
-				NetworkStatusMissing: o.Unnamed})
+				NetworkStatusMissing: o.Unnamed && !o.NotMultus})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

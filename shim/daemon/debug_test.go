@@ -35,3 +35,28 @@ func TestAttachmentsHandler(t *testing.T) {
 		t.Errorf("attachment %+v", a)
 	}
 }
+
+// An attachment whose network-status does not name its NAD is listed as
+// missing it, unless its pod asks Multus for nothing on it.
+func TestAttachmentsHandlerNetworkStatusMissing(t *testing.T) {
+	outs := []ruleagent.Outcome{
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "a"}, IfName: "net1", Unnamed: true},
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, IfName: "net1", Unnamed: true, NotMultus: true},
+		{Pod: types.NamespacedName{Namespace: "t1", Name: "c"}, IfName: "net1"},
+	}
+	rec := httptest.NewRecorder()
+	attachmentsHandler(func() []ruleagent.Outcome { return outs }).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/attachments", nil))
+	var doc contract.DebugAttachments
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	var missing []string
+	for _, a := range doc.Attachments {
+		if a.NetworkStatusMissing {
+			missing = append(missing, a.Pod)
+		}
+	}
+	if !slices.Equal(missing, []string{"t1/a"}) {
+		t.Errorf("networkStatusMissing on %v, want t1/a only", missing)
+	}
+}

@@ -160,7 +160,7 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 			// by whoever may update the pod, or not Multus's: the attachment
 			// is there all the same, whatever the pod's annotations say.
 			out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
-				NetNS: r.NetNS, HostIf: r.HostIf, CIDRs: r.Addresses, Base: base, Unnamed: true})
+				NetNS: r.NetNS, HostIf: r.HostIf, CIDRs: r.Addresses, Base: base, Unnamed: true, NotMultus: !ok && why == ""})
 			if why != "" {
 				waiting = append(waiting, waitingAttachment{pod: p, key: sb.ID + "/" + r.IfName, ifName: r.IfName, closed: closed, why: why})
 			}

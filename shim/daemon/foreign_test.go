@@ -77,9 +77,9 @@ func TestMatchForeign(t *testing.T) {
 		!strings.Contains(waiting[0].why, "no entry for interface net1") || waiting[1].pod.Name != "e" || waiting[1].why != "not n's NAD" {
 		t.Errorf("waiting %+v, want b's net1 (closed, its status without net1) and e's (its status naming another NAD)", waiting)
 	}
-	if len(got) != 4 || got[0].Unnamed || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" ||
-		got[2].Pod.Name != "d" || !got[2].Unnamed || got[2].HostIf != "h-d" || got[3].Pod.Name != "e" || !got[3].Unnamed || got[3].NAD != (types.NamespacedName{}) {
-		t.Fatalf("got foreign attachments %+v, want a's net1, and b's, d's and e's net1 unnamed (d asks Multus for nothing: its annotations do not decide whether its attachment is there; e's names a NAD net1 was not made from)", got)
+	if len(got) != 4 || got[0].Unnamed || got[1].Pod.Name != "b" || !got[1].Unnamed || got[1].NotMultus || got[1].NAD != (types.NamespacedName{}) || got[1].SandboxID != "sb-b" ||
+		got[2].Pod.Name != "d" || !got[2].Unnamed || !got[2].NotMultus || got[2].HostIf != "h-d" || got[3].Pod.Name != "e" || !got[3].Unnamed || got[3].NotMultus || got[3].NAD != (types.NamespacedName{}) {
+		t.Fatalf("got foreign attachments %+v, want a's net1, and b's, d's and e's net1 unnamed (d asks Multus for nothing, not waiting: its annotations do not decide whether its attachment is there; e's names a NAD net1 was not made from)", got)
 	}
 	f := got[0]
 	if f.Pod.Name != "a" || f.PodUID != "a" || f.IfName != "net1" || f.NetNS != "/ns/a" || f.HostIf != "h-a" ||

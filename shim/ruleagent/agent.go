@@ -143,6 +143,9 @@ type Outcome struct {
 	// was synced; the outcome is its last one's, naming what it still
 	// holds (no network and nothing selected if it never held a plan).
 	Unnamed bool
+	// NotMultus: an Unnamed one that waits for no network-status
+	// (ForeignAttachment.NotMultus).
+	NotMultus bool
 
 	key string // a foreign attachment's, to find its last outcome
 }

@@ -52,6 +52,11 @@ type ForeignAttachment struct {
 	// rules as they are: an edit of the pod's annotations neither opens its
 	// port nor removes its QoS; only the record's going does.
 	Unnamed bool
+	// NotMultus, with Unnamed: the pod asks Multus for no network on the
+	// interface (another caller ran the plugin: the runtime's own
+	// configuration, cnitool in the pod's namespace; or the pod no longer
+	// asks Multus for it), so nothing waits for its network-status.
+	NotMultus bool
 }
 
 // Network is the attachment's network: its NetworkAttachmentDefinition's.
@@ -129,7 +134,7 @@ func (a *Agent) heldOutcome(f ForeignAttachment, key string) Outcome {
 		out.Network, out.NAD = a.last[i].Network, a.last[i].NAD
 	}
 	a.mu.Unlock()
-	out.Unnamed, out.Changed, out.PolicyChanged = true, false, false
+	out.Unnamed, out.NotMultus, out.Changed, out.PolicyChanged = true, f.NotMultus, false, false
 	return out
 }
 

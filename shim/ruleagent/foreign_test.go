@@ -178,10 +178,10 @@ func TestUnnamedForeignAttachmentKeepsItsRules(t *testing.T) {
 	if len(outs) != 1 || outs[0].NAD != foreign0NAD || !slices.Equal(outs[0].Policies, []string{"deny-all"}) || outs[0].PolicyChanged {
 		t.Errorf("outcomes %+v, want the unnamed attachment's last one (t1/nad, deny-all held), marked Unnamed", outs)
 	}
-	foreign = []ForeignAttachment{unnamed, {Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, PodUID: "b", SandboxID: "sb-b", IfName: "net3", Unnamed: true}}
+	foreign = []ForeignAttachment{unnamed, {Pod: types.NamespacedName{Namespace: "t1", Name: "b"}, PodUID: "b", SandboxID: "sb-b", IfName: "net3", Unnamed: true, NotMultus: true}}
 	outs = unnamedOutcomes(f.agent.Sync(context.Background()))
-	if len(outs) != 2 || outs[0].NAD != foreign0NAD || outs[1].Pod.Name != "b" || outs[1].NAD != (types.NamespacedName{}) || outs[1].Policies != nil {
-		t.Errorf("outcomes %+v, want a's as before and b's net3 with nothing held (never named)", outs)
+	if len(outs) != 2 || outs[0].NAD != foreign0NAD || outs[0].NotMultus || outs[1].Pod.Name != "b" || outs[1].NAD != (types.NamespacedName{}) || outs[1].Policies != nil || !outs[1].NotMultus {
+		t.Errorf("outcomes %+v, want a's as before and b's net3 with nothing held (never named), not Multus's", outs)
 	}
 	deny.Spec.PolicyTypes = nil
 	foreign = []ForeignAttachment{multusNet2("a")}
