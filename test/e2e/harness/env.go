@@ -110,7 +110,9 @@ func environment(t testing.TB, withNetclass bool) *Env {
 		t.Fatalf("set up the test bed (failed for an earlier test): %v", sharedErr)
 	}
 	if shared == nil {
-		return setUpShared(t, withNetclass)
+		e := setUpShared(t, withNetclass)
+		e.logsOnFailure(t)
+		return e
 	}
 	if (shared.DRA != nil) != withNetclass {
 		t.Fatalf("harness: a test package uses either Shared or Bare, not both")
@@ -125,6 +127,7 @@ func environment(t testing.TB, withNetclass bool) *Env {
 			}
 		}
 	}
+	shared.logsOnFailure(t)
 	return shared
 }
 
