@@ -84,6 +84,7 @@ func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kubeInf infor
 		netInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke},
 		pnInf.Informer():  cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke},
 		podInf:            c.podHandler(),
+		nsInf.Informer():  c.namespaceHandler(),
 	}
 	for inf, h := range handlers {
 		reg, err := inf.AddEventHandler(h)
@@ -92,7 +93,6 @@ func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kubeInf infor
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
-	c.synced = append(c.synced, nsInf.Informer().HasSynced)
 	return c, nil
 }
 
@@ -109,6 +109,29 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 				obj = t.Obj
 			}
 			if c.deleting.released(obj, nil) {
+				c.Trigger()
+			}
+		},
+	}
+}
+
+// namespaceHandler asks for a sync when a namespace holding a deleting NAD
+// starts terminating or goes: pods of other namespaces hold its NADs no
+// longer (inUse).
+func (c *Controller) namespaceHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(before, after any) {
+			b, okB := before.(*corev1.Namespace)
+			a, okA := after.(*corev1.Namespace)
+			if okB && okA && !isTerminating(b) && isTerminating(a) && c.deleting.inNamespace(a.Name) {
+				c.Trigger()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if n, ok := obj.(*corev1.Namespace); ok && c.deleting.inNamespace(n.Name) {
 				c.Trigger()
 			}
 		},
@@ -275,5 +298,9 @@ func (c *Controller) inUse(u *unstructured.Unstructured) (bool, error) {
 // terminating reports whether the namespace is being deleted (or gone).
 func (c *Controller) terminating(ns string) bool {
 	n, err := c.namespaces.Get(ns)
-	return err != nil || n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating
+	return err != nil || isTerminating(n)
+}
+
+func isTerminating(n *corev1.Namespace) bool {
+	return n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating
 }

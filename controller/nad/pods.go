@@ -2,6 +2,7 @@ package nad
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,18 @@ func (d *deletingNADs) released(before, after any) bool {
 	defer d.mu.Unlock()
 	for _, k := range was {
 		if d.keys[k] && !slices.Contains(is, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// inNamespace reports whether a NAD of the namespace is being deleted.
+func (d *deletingNADs) inNamespace(ns string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, deleting := range d.keys {
+		if deleting && strings.HasPrefix(k, ns+"/") {
 			return true
 		}
 	}

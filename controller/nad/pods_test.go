@@ -79,13 +79,49 @@ func TestPodHandler(t *testing.T) {
 		{"added", func() { h.OnAdd(naming, false) }, false},
 	} {
 		tc.change()
-		got := false
-		select {
-		case <-c.trigger:
-			got = true
-		default:
+		if got := syncAsked(c); got != tc.want {
+			t.Errorf("%s: sync asked %v, want %v", tc.name, got, tc.want)
 		}
-		if got != tc.want {
+	}
+}
+
+// syncAsked reports whether a sync was asked for since the last call.
+func syncAsked(c *Controller) bool {
+	select {
+	case <-c.trigger:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestNamespaceHandler(t *testing.T) {
+	c := &Controller{trigger: make(chan struct{}, 1), deleting: &deletingNADs{}}
+	c.deleting.set(map[string]bool{"infra/storage": true, "lab/kept": false})
+	h := c.namespaceHandler()
+	ns := func(name string, phase corev1.NamespacePhase) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NamespaceStatus{Phase: phase}}
+	}
+	active, terminating := ns("infra", corev1.NamespaceActive), ns("infra", corev1.NamespaceTerminating)
+	marked := ns("infra", corev1.NamespaceActive)
+	marked.DeletionTimestamp = &metav1.Time{}
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   bool
+	}{
+		{"starts terminating", func() { h.OnUpdate(active, terminating) }, true},
+		{"deletion marked", func() { h.OnUpdate(active, marked) }, true},
+		{"deleted", func() { h.OnDelete(terminating) }, true},
+		{"deleted, seen late", func() { h.OnDelete(cache.DeletedFinalStateUnknown{Key: "infra", Obj: terminating}) }, true},
+		{"already terminating", func() { h.OnUpdate(terminating, terminating) }, false},
+		{"still active", func() { h.OnUpdate(active, active) }, false},
+		{"a namespace whose NAD is not deleting", func() { h.OnUpdate(ns("lab", corev1.NamespaceActive), ns("lab", corev1.NamespaceTerminating)) }, false},
+		{"a namespace whose name prefixes it", func() { h.OnDelete(ns("inf", corev1.NamespaceTerminating)) }, false},
+		{"added", func() { h.OnAdd(terminating, false) }, false},
+	} {
+		tc.change()
+		if got := syncAsked(c); got != tc.want {
 			t.Errorf("%s: sync asked %v, want %v", tc.name, got, tc.want)
 		}
 	}
