@@ -43,7 +43,7 @@ func TestClusterNetworkPolicyTruthTable(t *testing.T) {
 		rows = append(rows, polScenario{name: sc.name, policies: sc.policies})
 		byName[sc.name] = sc
 	}
-	effects := truthTable(t, b, rows,
+	effects := truthTable(t, e, b, rows,
 		func(sc polScenario) time.Time {
 			c.write(t, byName[sc.name].cluster)
 			b.world.Cluster = byName[sc.name].cluster

@@ -42,7 +42,7 @@ func TestMultiNetworkPolicyTruthTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	written := map[string]bool{}
-	effects := truthTable(t, b, truthScenarios(b),
+	effects := truthTable(t, e, b, truthScenarios(b),
 		func(sc polScenario) time.Time { return b.applyMulti(t, client, written, sc.policies) },
 		func(what string) {
 			b.waitAgentsShow(t, e, what, harness.AgentHasMulti)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
 	"github.com/netclass-dev/netclass/test/e2e/policyeval"
 	"github.com/netclass-dev/netclass/test/testbed"
@@ -41,7 +42,7 @@ type polScenario struct {
 func TestNetworkPolicyTruthTable(t *testing.T) {
 	e := harness.Shared(t)
 	b := newPolBed(t, e)
-	effects := truthTable(t, b, truthScenarios(b),
+	effects := truthTable(t, e, b, truthScenarios(b),
 		func(sc polScenario) time.Time { return b.apply(t, e, sc.policies) },
 		func(what string) { b.waitAgents(t, e, what) })
 	unenforceable(t, e, b)
@@ -53,9 +54,11 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 // on the bed (in the kind under test) and makes them the oracle's world
 // (b.world), agents waits until the nodes' agents show that they applied
 // them; then every probe must give policyeval's verdict. It returns the
-// time each scenario took to change a verdict, from its write.
-func truthTable(t *testing.T, b *polBed, scenarios []polScenario, write func(polScenario) time.Time, agents func(what string)) []time.Duration {
+// time each scenario took to change a verdict, from its write. A failure
+// logs the nodes' policy tables as it left them.
+func truthTable(t *testing.T, e *harness.Env, b *polBed, scenarios []polScenario, write func(polScenario) time.Time, agents func(what string)) []time.Duration {
 	t.Helper()
+	e.TablesOnFailure(t, "inet "+nft.HostPolicyTable, "bridge "+nft.HostPolicyTable, "bridge "+nft.GuardTable)
 	probes := b.probes()
 	var baseline map[string]bool
 	var effects []time.Duration

@@ -1,10 +1,12 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Lines of a daemon's log a failed test's output carries: its errors and
@@ -62,4 +64,39 @@ func last(lines []string, n int) []string {
 		return lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// failTableLines bounds the lines of one nftables table a failed test's
+// output carries.
+const failTableLines = 400
+
+// TablesOnFailure makes a test that fails log each node's nftables tables
+// (as "family name": "inet netclass_pol") as the failure left them: call
+// it after the test's pods and policies are made, so that it runs before
+// the cleanups that remove them. A rule the kernel holds but the agent's
+// log does not explain shows there.
+func (e *Env) TablesOnFailure(t testing.TB, tables ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, n := range e.Nodes {
+			for _, table := range tables {
+				out, err := n.Output(ctx, "nft", append([]string{"list", "table"}, strings.Fields(table)...)...)
+				if err != nil {
+					t.Logf("node %s: %v", n.Name, err)
+					continue
+				}
+				lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+				cut := ""
+				if len(lines) > failTableLines {
+					cut = fmt.Sprintf(" (the first %d of %d lines)", failTableLines, len(lines))
+					lines = lines[:failTableLines]
+				}
+				t.Logf("node %s, nftables table %s at the failure%s:\n%s", n.Name, table, cut, strings.Join(lines, "\n"))
+			}
+		}
+	})
 }
