@@ -9,8 +9,6 @@
 package bandwidth
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -18,6 +16,7 @@ import (
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/field"
+	"github.com/netclass-dev/netclass/conf/strictjson"
 )
 
 // Policy is a network's bandwidth on each node, in bits per second.
@@ -108,13 +107,8 @@ func ForPodNetwork(annotations map[string]string) (*Policy, error) {
 // NetworkBandwidth in JSON, unknown fields refused.
 func ParseAnnotation(raw string) (*Policy, error) {
 	var b ncv1.NetworkBandwidth
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
+	if err := strictjson.Decode([]byte(raw), &b); err != nil {
 		return nil, field.Invalid(annotationPath, "not a bandwidth object (%s): %v", `{"capacity": "100M", "default": "10M", "min": "1M", "max": "50M", "step": "1M"}`, err)
-	}
-	if dec.More() {
-		return nil, field.Invalid(annotationPath, "trailing data after the bandwidth object")
 	}
 	return Resolve(&b, annotationPath)
 }

@@ -35,6 +35,7 @@ func TestParseAnnotation(t *testing.T) {
 		{name: "ceiling allocation", raw: `{"capacity": "100M", "ceiling": "Allocation"}`, want: Policy{Capacity: 100e6, Max: 100e6, Ceiling: "Allocation"}},
 		{name: "ceiling unknown", raw: `{"capacity": "100M", "ceiling": "1G"}`, wantErr: []string{`.ceiling: must be Allocation or Capacity, got "1G"`}},
 		{name: "trailing data", raw: `{"capacity": "100M"} {}`, wantErr: []string{"trailing data"}},
+		{name: "a stray bracket after it", raw: `{"capacity": "100M"}}`, wantErr: []string{"trailing data"}},
 		{name: "capacity missing", raw: `{"min": "1M"}`, wantErr: []string{"[netclass.dev/bandwidth].capacity: is required"}},
 		{name: "every problem at once", raw: `{"capacity": "-1", "min": "0.5", "step": "-1"}`, wantErr: []string{
 			".capacity: must not be negative", ".min: must be a whole number of bits/s", ".step: must not be negative"}},

@@ -1,7 +1,6 @@
 package netconf
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/strictjson"
 )
 
 // decode unmarshals a configuration into v. Undecodable JSON is CNI error 6;
@@ -68,10 +68,8 @@ func strictQoS(data []byte) error {
 
 // StrictQoS decodes a qos block refusing unknown keys.
 func StrictQoS(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var s qos.Spec
-	if err := dec.Decode(&s); err != nil {
+	if err := strictjson.Decode(raw, &s); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil

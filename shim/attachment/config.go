@@ -10,6 +10,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/field"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/strictjson"
 )
 
 // reservedIfNames are taken in every pod: the loopback and the primary network's interface.
@@ -36,14 +37,9 @@ func ParseConfig(raw []byte) (*contract.AttachmentConfig, error) {
 			return nil, fmt.Errorf("decode %s: %w", contract.AttachmentConfigKind, err)
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	c := &contract.AttachmentConfig{}
-	if err := dec.Decode(c); err != nil {
+	if err := strictjson.Decode(raw, c); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", contract.AttachmentConfigKind, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("decode %s: trailing data after the object", contract.AttachmentConfigKind)
 	}
 	if err := Validate(c); err != nil {
 		return nil, fmt.Errorf("invalid %s: %w", contract.AttachmentConfigKind, err)

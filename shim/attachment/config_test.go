@@ -34,6 +34,8 @@ func TestParseConfig(t *testing.T) {
 			errs: []string{`must hold printable ASCII characters only`}},
 		{name: "trailing data", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig"} {}`,
 			errs: []string{"trailing data"}},
+		{name: "a stray bracket after it", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig"}]`,
+			errs: []string{"trailing data"}},
 		{name: "not an object", in: `[1]`, errs: []string{"decode AttachmentConfig"}},
 		{name: "every field wrong at once", in: `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig",
 			"interfaceName":"eth0","mac":"01:00:5e:00:00:01","ips":["10.1.1.5","10.1.1.0/24","10.1.1.7/24","10.1.1.7/24","224.0.0.1/4"],

@@ -5,7 +5,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/conf/strictjson"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -135,14 +135,9 @@ func Encode(c *Claim) ([]byte, error) {
 
 // Decode parses and checks a record, reporting every problem.
 func Decode(raw []byte) (*Claim, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	c := &Claim{}
-	if err := dec.Decode(c); err != nil {
+	if err := strictjson.Decode(raw, c); err != nil {
 		return nil, fmt.Errorf("decode checkpoint: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("decode checkpoint: trailing data")
 	}
 	for c.Version != Version {
 		migrate, ok := migrations[c.Version]

@@ -118,6 +118,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"no uid", strings.Replace(string(good), `"uid":"c1"`, `"uid":""`, 1), "uid, namespace and name"},
 		{"bad conflist", strings.Replace(string(good), `"confList":{`, `"confList":"x","x":{`, 1), ""},
 		{"trailing", string(good) + "{}", "trailing"},
+		{"a stray bracket after it", string(good) + "}", "trailing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode([]byte(tc.raw))
