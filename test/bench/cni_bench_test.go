@@ -44,7 +44,7 @@ func hostLocal(b *testing.B, subnet string) map[string]any {
 // chain, interleaved (alternating which goes first), and reports both
 // per-attachment times, their ratio and each side's peak plugin RSS.
 //
-//	netclass: netclass-bridge with qos (DSCP marking + shaping both ways)
+//	netclass: netclass-bridge with qos (DSCP marking + shaping both ways, tbf alone)
 //	upstream: bridge + bandwidth (the same shaping, no DSCP)
 func BenchmarkBridgeQoSVsUpstream(b *testing.B) {
 	h := cnitest.NewHost(b)
@@ -53,8 +53,12 @@ func BenchmarkBridgeQoSVsUpstream(b *testing.B) {
 	ours := conflist(b, "nc", map[string]any{
 		"type": "netclass-bridge", "bridge": "ncbench0", "isGateway": true, "dataDir": b.TempDir(),
 		"ipam": hostLocal(b, "10.90.0.0/16"),
+		// queue tbf: the shaper alone, as upstream's bandwidth plugin
+		// shapes (the default puts fq_codel under it, more work, and on a
+		// kernel without sch_fq_codel asks the kernel for the module on
+		// every ADD before falling back to tbf alone)
 		"qos": map[string]any{"dscp": 46, "ingressRate": ingressBits, "ingressBurst": ingressBurst,
-			"egressRate": egressBits, "egressBurst": egressBurst},
+			"egressRate": egressBits, "egressBurst": egressBurst, "queue": "tbf"},
 	})
 	upstream := conflist(b, "up",
 		map[string]any{"type": "bridge", "bridge": "upbench0", "isGateway": true, "ipam": hostLocal(b, "10.91.0.0/16")},
