@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 )
 
 // CreateIFB creates an up IFB device (the target of redirected ingress
@@ -15,23 +17,29 @@ import (
 func CreateIFB(name string, mtu int, alias string, group uint32) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.MTU, attrs.Flags, attrs.Group = name, mtu, net.FlagUp, group
-	// Not all kernels honour IFF_UP on creation for ifb: set it again below.
-	if err := netlink.LinkAdd(&netlink.Ifb{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
+	var l netlink.Link = &netlink.Ifb{LinkAttrs: attrs}
+	err := netlink.LinkAdd(l)
+	if err != nil && !errors.Is(err, syscall.EEXIST) {
 		return nil, fmt.Errorf("create ifb %q: %w", name, err)
 	}
-	l, err := ByName(name)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := l.(*netlink.Ifb); !ok {
-		return nil, fmt.Errorf("link %q exists and is a %s, not an ifb", name, l.Type())
-	}
-	if alias != "" {
-		if err := netlink.LinkSetAlias(l, alias); err != nil {
-			return nil, fmt.Errorf("set alias of %q: %w", name, err)
+	if err != nil || l.Attrs().Index == 0 { // an existing one, or netlink's lookup after creating failed
+		if l, err = ByName(name); err != nil {
+			return nil, err
+		}
+		if _, ok := l.(*netlink.Ifb); !ok {
+			return nil, fmt.Errorf("link %q exists and is a %s, not an ifb", name, l.Type())
 		}
 	}
-	return l, Up(l)
+	// Up again (not all kernels honour IFF_UP on creation for ifb), with
+	// the alias (which the kernel ignores on creation), in one request.
+	var change []*nl.RtAttr
+	if alias != "" {
+		change = append(change, nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(alias)))
+	}
+	if err := setLink(l, true, change...); err != nil {
+		return nil, fmt.Errorf("set ifb %q up with its alias: %w", name, err)
+	}
+	return l, nil
 }
 
 // DeleteIFB removes the named IFB. A link that is gone is success; one of

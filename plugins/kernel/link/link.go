@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/netclass-dev/netclass/plugins/kernel/nldump"
 )
@@ -99,15 +101,17 @@ type VethPair struct {
 	Alias       string
 }
 
-// CreateVeth creates the pair with the host end up and enslaved, in one
-// request, puts the host end in its port's link group (DeletePort) and
-// returns it.
+// CreateVeth creates the pair with the host end up, then enslaves the host
+// end, puts it in its port's link group (DeletePort) and gives it its alias
+// in one more request, and returns it. On an error after the pair was made
+// the host end is returned too, for the caller to remove.
 func CreateVeth(p VethPair) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = p.HostName
 	attrs.MTU = p.MTU
-	attrs.MasterIndex = p.MasterIndex
 	attrs.Flags = net.FlagUp
+	// No MasterIndex: netlink would enslave in a request of its own (the
+	// kernel ignores IFLA_IFALIAS on creation, and the group needs the index).
 	v := &netlink.Veth{
 		LinkAttrs:        attrs,
 		PeerName:         p.PodName,
@@ -117,19 +121,48 @@ func CreateVeth(p VethPair) (netlink.Link, error) {
 	if err := netlink.LinkAdd(v); err != nil {
 		return nil, fmt.Errorf("create veth %q (pod end %q): %w", p.HostName, p.PodName, err)
 	}
-	host, err := ByName(p.HostName)
-	if err != nil {
-		return nil, err
+	if v.Index == 0 { // netlink looks the index up after creating; it failed
+		host, err := ByName(p.HostName)
+		if err != nil {
+			return v, err
+		}
+		v.Index = host.Attrs().Index
 	}
-	if err := SetPortGroup(host); err != nil {
-		return host, err
+	change := []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_GROUP, nl.Uint32Attr(PortGroup(v.Index)))}
+	if p.MasterIndex != 0 {
+		change = append(change, nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(p.MasterIndex))))
 	}
 	if p.Alias != "" {
-		if err := netlink.LinkSetAlias(host, p.Alias); err != nil {
-			return nil, fmt.Errorf("set alias of %q: %w", p.HostName, err)
-		}
+		change = append(change, nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(p.Alias)))
+	}
+	if err := setLink(v, false, change...); err != nil {
+		return v, fmt.Errorf("enslave %q, set its link group and alias: %w", p.HostName, err)
+	}
+	host, err := ByName(p.HostName)
+	if err != nil {
+		return v, err
 	}
 	return host, nil
+}
+
+// setLink changes a live link in one RTM_SETLINK: the attributes given,
+// and the link up when up. One request takes the kernel's RTNL lock once,
+// where netlink's setters take it once per attribute: during a burst of
+// pod starts every such request waits for the lock behind the node's
+// other sandboxes' devices.
+func setLink(l netlink.Link, up bool, attrs ...*nl.RtAttr) error {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(l.Attrs().Index)
+	if up {
+		msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	}
+	req.AddData(msg)
+	for _, a := range attrs {
+		req.AddData(a)
+	}
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
 }
 
 // VethPeer returns the index of the other end of a veth (valid in the
