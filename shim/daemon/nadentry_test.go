@@ -133,14 +133,7 @@ func TestMadeOnOf(t *testing.T) {
 // The NAD cache, filled from the API as an informer is, answers lookups
 // with nadEntry.
 func TestNADCache(t *testing.T) {
-	scheme := runtime.NewScheme()
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
-		map[schema.GroupVersionResource]string{nadResource: "NetworkAttachmentDefinitionList"})
-	// created by resource: the fake's guess from the kind is not the CRD's plural
-	if _, err := client.Resource(nadResource).Namespace("t1").Create(context.Background(),
-		nadObject("t1", "hand", nil, nil, `{"cniVersion":"1.0.0","name":"blue","type":"netclass-bridge"}`), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	client := nadClient(t, nadObject("t1", "hand", nil, nil, `{"cniVersion":"1.0.0","name":"blue","type":"netclass-bridge"}`))
 	fac, lister, err := nadCache(client)
 	if err != nil {
 		t.Fatal(err)
@@ -165,4 +158,18 @@ func TestNADCache(t *testing.T) {
 	if _, cached := (&nadLookup{}).entry("t1", "hand"); cached {
 		t.Error("a lookup without a cache says it has one")
 	}
+}
+
+// nadClient is a fake dynamic client holding the NADs.
+func nadClient(t *testing.T, nads ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{nadResource: "NetworkAttachmentDefinitionList"})
+	for _, n := range nads {
+		// created by resource: the fake's guess from the kind is not the CRD's plural
+		if _, err := client.Resource(nadResource).Namespace(n.GetNamespace()).Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return client
 }

@@ -69,36 +69,63 @@ func nadCache(client dynamic.Interface) (dynamicinformer.DynamicSharedInformerFa
 }
 
 // watchNADs, when NADs were not served at start, waits until they are
-// (looking every crdPollPeriod, and at once, at most every crdKickInterval,
-// when a Multus attachment needs them: nadLookup.wanted), then caches them
-// and asks the agent for a sync. The factory it makes is its own: it shuts
-// it down when ctx ends (startInformers' stop knows only those of the start).
+// and caches them for the agent (nadWatch).
 func (d *Daemon) watchNADs(ctx context.Context) {
 	if d.nadFac != nil {
 		return
 	}
+	w := nadWatch{
+		discovery: d.kube.Discovery(),
+		client:    func() (dynamic.Interface, error) { return dynamic.NewForConfig(d.cfg.RestConfig) },
+		look:      d.nadLook,
+		changed:   d.qos.Trigger,
+	}
+	w.run(ctx, crdPollPeriod)
+}
+
+// nadWatch makes the NAD cache once NADs are served: discovery tells, the
+// cache is made with client's NADs, look reads it, and changed asks the
+// agent for a sync.
+type nadWatch struct {
+	discovery resourceLister
+	client    func() (dynamic.Interface, error)
+	look      *nadLookup
+	changed   func()
+}
+
+// run waits until NADs are served (looking every period, and at once, at
+// most every crdKickInterval, when a Multus attachment needs them:
+// nadLookup.wanted), then caches them, asks for a sync, and asks again at
+// each NAD's change. The factory it makes is its own: it shuts it down when
+// ctx ends (startInformers' stop knows only those of the start).
+func (w nadWatch) run(ctx context.Context, period time.Duration) {
 	k := laterKind{contract.NADKind, nadResource.GroupVersion().String(), contract.NADResource}
-	if _, err := awaitServed(ctx, d.kube.Discovery(), []laterKind{k}, crdPollPeriod, d.nadLook.kick, crdKickInterval); err != nil {
+	if _, err := awaitServed(ctx, w.discovery, []laterKind{k}, period, w.look.kick, crdKickInterval); err != nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	lister, err := d.newNADFactory()
+	client, err := w.client()
+	if err != nil {
+		logger.Error(err, "NetworkAttachmentDefinitions are served now, but cannot be listed: NetworkQoS NAD selectors match nothing")
+		return
+	}
+	fac, lister, err := nadCache(client)
 	if err != nil {
 		logger.Error(err, "NetworkAttachmentDefinitions are served now, but cannot be cached: NetworkQoS NAD selectors match nothing")
 		return
 	}
-	inf := d.nadFac.ForResource(nadResource).Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { d.qos.Trigger() }, UpdateFunc: func(any, any) { d.qos.Trigger() }, DeleteFunc: func(any) { d.qos.Trigger() },
+	changed := func(any) { w.changed() }
+	if _, err := fac.ForResource(nadResource).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed,
 	}); err != nil {
 		logger.Error(err, "watch NetworkAttachmentDefinitions")
 	}
-	d.nadFac.Start(ctx.Done())
-	defer d.nadFac.Shutdown()
-	d.nadFac.WaitForCacheSync(ctx.Done())
-	d.nadLook.set(lister)
+	fac.Start(ctx.Done())
+	defer fac.Shutdown()
+	fac.WaitForCacheSync(ctx.Done())
+	w.look.set(lister)
 	logger.Info("NetworkAttachmentDefinitions are served now: NetworkQoS NAD selectors match")
-	d.qos.Trigger()
+	w.changed()
 	<-ctx.Done()
 }
 

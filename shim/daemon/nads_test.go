@@ -1,9 +1,15 @@
 package daemon
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/netclass-dev/netclass/api/contract"
@@ -62,5 +68,84 @@ func TestGeneratedNAD(t *testing.T) {
 		if (got != nil) != c.want || got != nil && (got.Namespace != c.wantNS || got.Labels["tier"] != "storage" || got.NamespaceLabels["ns"] != c.wantNS) {
 			t.Errorf("pod in %s, network %+v: %+v, want one: %v", c.podNS, c.net.Ref, got, c.want)
 		}
+	}
+}
+
+// nadsServed is discovery that serves NADs once served is set; each
+// question is signalled on asked (when it has room).
+type nadsServed struct {
+	served atomic.Bool
+	asked  chan struct{}
+}
+
+func (s *nadsServed) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	select {
+	case s.asked <- struct{}{}:
+	default:
+	}
+	if s.served.Load() && gv == nadResource.GroupVersion().String() {
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: contract.NADResource}}}, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{}, gv)
+}
+
+// NADs served after the daemon started are cached once discovery says so,
+// the agent is asked for a sync then and at each NAD's change, and the
+// watch ends with its context.
+func TestWatchNADsCachesThemOnceServed(t *testing.T) {
+	client := nadClient(t, nadObject("t1", "hand", nil, nil, `{"cniVersion":"1.0.0","name":"blue","type":"netclass-bridge"}`))
+	dc := &nadsServed{asked: make(chan struct{}, 1)}
+	look := &nadLookup{kick: make(chan struct{}, 1)}
+	changed := make(chan struct{}, 1)
+	w := nadWatch{discovery: dc, client: func() (dynamic.Interface, error) { return client, nil }, look: look,
+		changed: func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx, time.Millisecond) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.After(30 * time.Second)
+	for range 3 {
+		select {
+		case <-dc.asked:
+		case <-deadline:
+			t.Fatal("discovery not asked")
+		}
+	}
+	if _, cached := look.entry("t1", "hand"); cached {
+		t.Fatal("NADs cached before they are served")
+	}
+	select {
+	case <-changed:
+		t.Fatal("a sync asked for before NADs are served")
+	default:
+	}
+	dc.served.Store(true)
+	seen := func(name string) {
+		for {
+			if e, cached := look.entry("t1", name); cached && e != nil {
+				return
+			}
+			select {
+			case <-changed:
+			case <-deadline:
+				t.Fatalf("t1/%s not cached, or no sync asked for, once NADs are served", name)
+			}
+		}
+	}
+	seen("hand")
+	if _, err := client.Resource(nadResource).Namespace("t1").Create(ctx, nadObject("t1", "later", nil, nil, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen("later")
+	cancel()
+	select {
+	case <-done:
+	case <-deadline:
+		t.Fatal("the watch did not end with its context")
 	}
 }
