@@ -39,11 +39,8 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var v any
-		if Decode(raw, &v) == nil && !validOne(raw) {
+		if Decode(raw, &v) == nil && !json.Valid(raw) { // Valid: raw is exactly one JSON value
 			t.Fatalf("accepted %q, which is not one JSON value", raw)
 		}
 	})
 }
-
-// validOne: raw is one JSON value (encoding/json's Valid checks exactly that).
-func validOne(raw []byte) bool { return json.Valid(raw) }

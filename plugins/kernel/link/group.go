@@ -23,14 +23,6 @@ const portGroupBit = 1 << 31
 // PortGroup is the link group of the port whose host end has ifindex index.
 func PortGroup(index int) uint32 { return portGroupBit | uint32(index) }
 
-// SetPortGroup puts the host end l in its port's group.
-func SetPortGroup(l netlink.Link) error {
-	if err := netlink.LinkSetGroup(l, int(PortGroup(l.Attrs().Index))); err != nil {
-		return fmt.Errorf("set link group of %q: %w", l.Attrs().Name, err)
-	}
-	return nil
-}
-
 // DeletePort deletes the host end hostIf with its pod end and every device
 // of its port's group, in one request. It reports false, deleting nothing,
 // when there is no such link or it is not in its port's group (made by an
