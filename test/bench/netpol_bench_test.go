@@ -195,10 +195,11 @@ func benchPolicyEdit(b *testing.B, kind policyKind) {
 	}
 	b.StopTimer()
 	b.Logf("slowest edit: %v, %d attachments changed", slowest, slowestPods)
-	rules, elems := checkPolicies(b, host, src, pods)
+	size := checkPolicies(b, host, src, pods)
 	b.ReportMetric(float64(changed)/float64(b.N), "pods-changed/edit")
-	b.ReportMetric(float64(rules)/polPods, "rules/attachment")
-	b.ReportMetric(float64(elems)/polPods, "set-elems/attachment")
+	b.ReportMetric(float64(size.rules)/polPods, "rules/attachment")
+	b.ReportMetric(float64(size.sets)/polPods, "sets/attachment")
+	b.ReportMetric(float64(size.elems)/polPods, "set-elems/attachment")
 	b.ReportMetric(heapMiB(), "heap-MiB")
 	times.report(b, fmt.Sprintf("a %s edit (%d pods, %d policies)", kind.name, polPods, polPolicies))
 	runtime.KeepAlive(agent)
@@ -312,7 +313,7 @@ func editSync(outs []ruleagent.Outcome, policy string, selects map[string][]type
 // policies as last edited (the MultiNetworkPolicy benchmark's are the same
 // policies) and the ClusterNetworkPolicies, and returns the rules and set elements (interval ends included)
 // the ports hold in the host's tables.
-func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstest.NS) (rules, elems int) {
+func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstest.NS) policySize {
 	offer, _ := src.Lookup("bench")
 	for i, pod := range pods {
 		t := netpolicy.Target{Namespace: polNamespace, Labels: src.labels[i], NamespaceLabels: benchNamespaceLabels, Network: offer.Network}
@@ -326,24 +327,28 @@ func checkPolicies(b *testing.B, host *nstest.NS, src *polSources, pods []*nstes
 			b.Fatalf("pod %d: %v", i, err)
 		}
 	}
+	var size policySize
 	err := nft.InNamespace(host.Path, func(c *nftables.Conn) (err error) {
-		rules, elems, err = countHostPolicies(c)
+		size, err = countHostPolicies(c)
 		return err
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return rules, elems
+	return size
 }
 
-// countHostPolicies counts the rules and set elements of the ports'
-// chains and sets in the host's policy tables.
-func countHostPolicies(c *nftables.Conn) (rules, elems int, err error) {
+// policySize is what the ports' chains and sets in the host's policy
+// tables hold: rules, sets (the maps left out) and set elements.
+type policySize struct{ rules, sets, elems int }
+
+// countHostPolicies counts the ports' rules, sets and set elements.
+func countHostPolicies(c *nftables.Conn) (size policySize, err error) {
 	for _, fam := range []nftables.TableFamily{nftables.TableFamilyINet, nftables.TableFamilyBridge} {
 		t := &nftables.Table{Name: nft.HostPolicyTable, Family: fam}
 		chains, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
-			return 0, 0, err
+			return size, err
 		}
 		for _, ch := range chains {
 			if ch.Table.Name != t.Name || ch.Hooknum != nil {
@@ -351,13 +356,13 @@ func countHostPolicies(c *nftables.Conn) (rules, elems int, err error) {
 			}
 			rs, err := c.GetRules(t, ch)
 			if err != nil {
-				return 0, 0, err
+				return size, err
 			}
-			rules += len(rs)
+			size.rules += len(rs)
 		}
 		sets, err := c.GetSets(t)
 		if err != nil {
-			return 0, 0, err
+			return size, err
 		}
 		for _, s := range sets {
 			if s.IsMap {
@@ -365,12 +370,12 @@ func countHostPolicies(c *nftables.Conn) (rules, elems int, err error) {
 			}
 			els, err := c.GetSetElements(s)
 			if err != nil {
-				return 0, 0, err
+				return size, err
 			}
-			elems += len(els)
+			size.sets, size.elems = size.sets+1, size.elems+len(els)
 		}
 	}
-	return rules, elems, nil
+	return size, nil
 }
 
 // heapMiB is the heap in use after a collection, in MiB: the agent's

@@ -85,6 +85,19 @@ func matchDport(port uint16) []expr.Any {
 	}
 }
 
+// matchDportRange: `th dport <from>` when the range is one port, else
+// `th dport <from>-<to>` (a range expression, as nft compiles it).
+func matchDportRange(from, to uint16) []expr.Any {
+	if from == to {
+		return matchDport(from)
+	}
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: binary.BigEndian.AppendUint16(nil, from),
+			ToData: binary.BigEndian.AppendUint16(nil, to)},
+	}
+}
+
 // setDSCP: `ip dscp set <d>` / `ip6 dscp set <d>`, rewriting the first two
 // bytes of the IP header and keeping ECN (and the IPv4 checksum) right,
 // exactly as nft compiles it.

@@ -344,7 +344,7 @@ func TestHostPolicySyncedFromItsLastPlan(t *testing.T) {
 	plan := func(last byte, ports ...uint16) *netpol.Plan {
 		return tcpPlan(hostRanges(netip.AddrFrom4([4]byte{10, 0, 0, last})), ports...)
 	}
-	a, b, c := plan(1, 80), plan(2, 81, 83), plan(3, 90)
+	a, b, c := plan(1, 80), plan(2, 81, 83), plan(3, 90, 92) // c: b's set names, other elements
 	sync := func(want, prev *netpol.Plan) error {
 		return InNamespace(host.Path, func(conn *nftables.Conn) error {
 			p := HostPort{Bridge: "br0", MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, Plan: want, Prev: prev}

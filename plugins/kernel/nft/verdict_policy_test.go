@@ -92,7 +92,7 @@ func TestPolicyVerdictsInPod(t *testing.T) {
 		open81   bool
 		wantRule string
 	}{
-		{"baseline deny 81", netpol.Direction{Baseline: []netpol.Verdict{{Action: netpol.Deny, Match: netpol.Allow{Ports: tcp81}}}}, true, false, "tcp dport @ingress/b0_p6 drop"},
+		{"baseline deny 81", netpol.Direction{Baseline: []netpol.Verdict{{Action: netpol.Deny, Match: netpol.Allow{Ports: tcp81}}}}, true, false, "tcp dport 81 drop"},
 		{"admin deny 81 over an allow of all", netpol.Direction{Isolated: true, Allow: []netpol.Allow{{}},
 			Admin: []netpol.Verdict{{Action: netpol.Deny, Match: netpol.Allow{V4: hostRange("10.9.0.2"), V6: []qos.Range{}, Ports: tcp81}}}}, true, false, "jump ingress/admin"},
 		{"admin pass to a deny", netpol.Direction{Isolated: true, Admin: []netpol.Verdict{{Action: netpol.Pass, Match: netpol.Allow{Ports: tcp81}}, {Action: netpol.Accept}}}, true, false, "return"},
