@@ -2,10 +2,13 @@ package nft
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
@@ -116,5 +119,103 @@ func TestHostPolicyPortRanges(t *testing.T) {
 	}
 	if strings.Contains(got, "a0_p6") {
 		t.Errorf("the merged range has a set:\n%s", got)
+	}
+}
+
+// Allows of a port that name the same peers share one set, whether the
+// rendering has the sync's element cache or not (CHECK renders without).
+func TestPeerSetsShared(t *testing.T) {
+	p, q := hostRange("10.9.0.1"), hostRange("10.9.0.2")
+	p6 := hostRange("fd00::1")
+	tcp := func(port uint16) []netpol.PortRange { return []netpol.PortRange{{Proto: 6, From: port, To: port}} }
+	plan := &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{
+		{V4: p, V6: p6, Ports: tcp(80)},
+		{V4: q, V6: []qos.Range{}, Ports: tcp(81)},
+		{V4: p, V6: []qos.Range{}, Ports: tcp(82)},
+		{V4: slices.Clone(q), V6: slices.Clone(p6), Ports: tcp(83)},
+	}}}
+	want := map[string]string{"80": "in/x/a0_v4 in/x/a0_v6", "81": "in/x/a1_v4", "82": "in/x/a0_v4", "83": "in/x/a1_v4 in/x/a0_v6"}
+	for _, cache := range []*elementCache{newElementCache(), nil} {
+		inet, _ := hostPolicyObjects("x", HostPort{Bridge: "br0", Plan: plan}, cache)
+		var sets []string
+		for _, s := range inet.rs.sets {
+			sets = append(sets, s.set.Name)
+		}
+		if got := strings.Join(sets, " "); got != "in/x/a0_v4 in/x/a0_v6 in/x/a1_v4" {
+			t.Errorf("cache %v: sets %s", cache != nil, got)
+		}
+		got := map[string][]string{}
+		for _, r := range inet.rs.rules["in/x"] {
+			var port string
+			var names []string
+			for _, e := range r {
+				switch e := e.(type) {
+				case *expr.Lookup:
+					names = append(names, e.SetName)
+				case *expr.Cmp:
+					if len(e.Data) == 2 {
+						port = portText(e.Data)
+					}
+				}
+			}
+			if port != "" && len(names) > 0 {
+				got[port] = append(got[port], names...)
+			}
+		}
+		for port, sets := range want {
+			if g := strings.Join(got[port], " "); g != sets {
+				t.Errorf("cache %v: TCP/%s looks up %q, want %q", cache != nil, port, g, sets)
+			}
+		}
+	}
+}
+
+// Allows sharing a set part when one's peers change, and share again when
+// they are the same once more: traffic follows each edit, synced from the
+// kernel and from the plan the port last held.
+func TestPeerSetsSplitAndJoinAgain(t *testing.T) {
+	b := newSwitchBed(t, "a", "b", "c")
+	a, c, dst := b.pods["a"], b.pods["c"], b.pods["b"]
+	b.guard(t, false, "a", "b", "c")
+	for _, port := range []int{80, 81} {
+		listen(t, dst.ns, dst.ip.String(), port)
+	}
+	plan := func(from80, from81 *swPod) *netpol.Plan {
+		allow := func(from *swPod, port uint16) netpol.Allow {
+			return netpol.Allow{V4: hostRanges(from.ip), V6: []qos.Range{}, Ports: []netpol.PortRange{{Proto: 6, From: port, To: port}}}
+		}
+		return &netpol.Plan{Ingress: netpol.Direction{Isolated: true, Allow: []netpol.Allow{allow(from80, 80), allow(from81, 81)}}}
+	}
+	var prev *netpol.Plan
+	for i, step := range []struct {
+		plan     *netpol.Plan
+		fromPrev bool
+		open     map[string]bool // "<pod>:<port>"
+	}{
+		{plan(a, a), false, map[string]bool{"a:80": true, "a:81": true, "c:80": false, "c:81": false}},
+		{plan(c, a), true, map[string]bool{"a:80": false, "a:81": true, "c:80": true, "c:81": false}},
+		{plan(c, c), true, map[string]bool{"a:80": false, "a:81": false, "c:80": true, "c:81": true}},
+		{plan(a, c), false, map[string]bool{"a:80": true, "a:81": false, "c:80": false, "c:81": true}},
+		{plan(a, a), true, map[string]bool{"a:80": true, "a:81": true, "c:80": false, "c:81": false}},
+	} {
+		port := HostPort{Bridge: "br0", MAC: dst.mac, Addrs: []netip.Addr{dst.ip}, Plan: step.plan}
+		if step.fromPrev {
+			port.Prev = prev
+		}
+		b.nft(t, func(conn *nftables.Conn) error {
+			if r := SyncHostPolicies(conn, map[string]HostPort{dst.hostIf: port})[dst.hostIf]; r.Err != nil {
+				return fmt.Errorf("step %d: %w", i, r.Err)
+			}
+			port.Prev = nil
+			return CheckHostPolicy(conn, dst.hostIf, port)
+		})
+		prev = step.plan
+		for _, from := range []string{"a", "c"} {
+			for _, p := range []int{80, 81} {
+				if got, want := b.tcp(t, from, "b", p), step.open[fmt.Sprintf("%s:%d", from, p)]; got != want {
+					t.Errorf("step %d: %s -> b TCP/%d open %v, want %v", i, from, p, got, want)
+				}
+			}
+		}
 	}
 }

@@ -95,6 +95,11 @@ func portMatches(ports []qos.PortMatch) [][]expr.Any {
 
 // addrSet adds a named interval set of destination ranges for one rule.
 func addrSet(rs *ruleset, rule string, v6 bool, ranges []qos.Range) *nftables.Set {
+	return addElementSet(rs, rule, v6, rs.cache.intervals(ranges))
+}
+
+// addElementSet adds a named interval set of addresses with the elements.
+func addElementSet(rs *ruleset, rule string, v6 bool, els []nftables.SetElement) *nftables.Set {
 	s := &nftables.Set{
 		Table: rs.table, Name: rule + "_v4", KeyType: nftables.TypeIPAddr, Interval: true,
 		ID: rs.setID(),
@@ -102,7 +107,7 @@ func addrSet(rs *ruleset, rule string, v6 bool, ranges []qos.Range) *nftables.Se
 	if v6 {
 		s.Name, s.KeyType = rule+"_v6", nftables.TypeIP6Addr
 	}
-	rs.sets = append(rs.sets, setWithElements{set: s, elements: rs.cache.intervals(ranges)})
+	rs.sets = append(rs.sets, setWithElements{set: s, elements: els})
 	return s
 }
 

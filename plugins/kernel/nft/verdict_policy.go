@@ -58,7 +58,8 @@ func verdictRules(rs *ruleset, prefix string, ingress bool, vs []netpol.Verdict,
 
 // matchRules renders one allow's match ending in the verdict: a rule per
 // family and protocol, with the peers in a set per family (named
-// <name>_v4|_v6) and the ports in a set per protocol (<name>_p<proto>), so
+// <name>_v4|_v6, or an earlier allow's set of the same peers) and the
+// ports in the rule or a set per protocol (<name>_p<proto>, portSets), so
 // the rules do not grow with the peers or the ports a policy lists.
 func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind expr.VerdictKind) [][]expr.Any {
 	var rules [][]expr.Any
@@ -73,7 +74,7 @@ func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind exp
 		}
 		head := matchNFProto(fam.v6)
 		if fam.ranges != nil {
-			s := addrSet(rs, name, fam.v6, fam.ranges)
+			s := peerSet(rs, name, fam.v6, fam.ranges)
 			head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))
 		}
 		for _, p := range ports {
@@ -81,4 +82,25 @@ func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind exp
 		}
 	}
 	return rules
+}
+
+// peerSet returns the set of the port holding exactly these peers: the one
+// an earlier allow of the port made (the policies selecting a pod often
+// name the same peers: each set is one more object the kernel looks up by
+// name in a list of the table's sets, README, Performance), else a new one
+// named after this allow. Sets are compared by their elements, so that a
+// rendering with the sync's element cache and one without it (CHECK)
+// name the same sets.
+func peerSet(rs *ruleset, name string, v6 bool, ranges []qos.Range) *nftables.Set {
+	els := rs.cache.intervals(ranges)
+	key := nftables.TypeIPAddr
+	if v6 {
+		key = nftables.TypeIP6Addr
+	}
+	for _, s := range rs.sets {
+		if s.set.Interval && s.set.KeyType == key && sameInOrder(s.elements, els) {
+			return s.set
+		}
+	}
+	return addElementSet(rs, name, v6, els)
 }
