@@ -208,11 +208,12 @@ func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
 }
 
-// portSets returns the port matches of an allow: one per protocol, its
-// ports in a set (a protocol given without ports matches all of them);
-// no ports at all match every packet. A protocol's ports that merge into
-// one range are matched in the rule itself (`th dport 80`, `th dport
-// 30000-30100`), as most policies' are: every set is one more object the
+// portSets returns the port matches of an allow: one per protocol (a
+// protocol given without ports matches all of them; no ports at all match
+// every packet). A protocol's ports that merge into one range are matched
+// in the rule itself (`th dport 80`, `th dport 30000-30100`), as most
+// policies' are; others are in a set, the one of an earlier allow of the
+// port listing the same ports if any. Every set is one more object the
 // kernel finds by name in a list of the table's sets on each message that
 // names it, so a set less per allow is a cheaper transaction for every
 // port of the node (README, Performance).
@@ -238,9 +239,13 @@ func portSets(rs *ruleset, name string, ports []netpol.PortRange) [][]expr.Any {
 		case len(merged) == 1:
 			m = concat(m, matchDportRange(merged[0].From, merged[0].To))
 		default:
-			s := &nftables.Set{Table: rs.table, Name: fmt.Sprintf("%s_p%d", name, proto), KeyType: nftables.TypeInetService,
-				Interval: true, ID: rs.setID()}
-			rs.sets = append(rs.sets, setWithElements{set: s, elements: portIntervals(merged)})
+			els := portIntervals(merged)
+			s := rs.intervalSet(nftables.TypeInetService, els) // an earlier allow's set of the same ports
+			if s == nil {
+				s = &nftables.Set{Table: rs.table, Name: fmt.Sprintf("%s_p%d", name, proto), KeyType: nftables.TypeInetService,
+					Interval: true, ID: rs.setID()}
+				rs.sets = append(rs.sets, setWithElements{set: s, elements: els})
+			}
 			m = concat(m, []expr.Any{
 				&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 				&expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID},

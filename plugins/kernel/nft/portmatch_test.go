@@ -59,6 +59,33 @@ func TestPortSets(t *testing.T) {
 	}
 }
 
+// An allow listing the ports an earlier allow of the port listed (in any
+// order) uses its set.
+func TestPortSetsShared(t *testing.T) {
+	tcp := func(ports ...uint16) []netpol.PortRange {
+		var out []netpol.PortRange
+		for _, p := range ports {
+			out = append(out, netpol.PortRange{Proto: 6, From: p, To: p})
+		}
+		return out
+	}
+	be := func(p uint16) []byte { return binary.BigEndian.AppendUint16(nil, p) }
+	rs := hostPolicyInet.newPort(0).rs
+	var got []string
+	for _, a := range []struct {
+		name  string
+		ports []netpol.PortRange
+	}{{"x", tcp(80, 443)}, {"y", tcp(443, 80)}, {"z", tcp(80, 444)}} {
+		got = append(got, describePortMatch(t, portSets(rs, a.name, a.ports)[0], be))
+	}
+	if want := "set x_p6; set x_p6; set z_p6"; strings.Join(got, "; ") != want {
+		t.Errorf("matches %q, want %s", got, want)
+	}
+	if len(rs.sets) != 2 {
+		t.Errorf("%d sets, want 2", len(rs.sets))
+	}
+}
+
 // describePortMatch names what a rendered port match does.
 func describePortMatch(t *testing.T, m []expr.Any, be func(uint16) []byte) string {
 	t.Helper()

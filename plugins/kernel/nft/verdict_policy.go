@@ -97,10 +97,19 @@ func peerSet(rs *ruleset, name string, v6 bool, ranges []qos.Range) *nftables.Se
 	if v6 {
 		key = nftables.TypeIP6Addr
 	}
+	if s := rs.intervalSet(key, els); s != nil {
+		return s
+	}
+	return addElementSet(rs, name, v6, els)
+}
+
+// intervalSet returns the ruleset's interval set of the key type holding
+// exactly els, or nil.
+func (rs *ruleset) intervalSet(key nftables.SetDatatype, els []nftables.SetElement) *nftables.Set {
 	for _, s := range rs.sets {
 		if s.set.Interval && s.set.KeyType == key && sameInOrder(s.elements, els) {
 			return s.set
 		}
 	}
-	return addElementSet(rs, name, v6, els)
+	return nil
 }
