@@ -153,6 +153,20 @@ remove_chains() {
   done
 }
 
+# The nftables tables netclass-dra made on node 1 (this machine's own namespaces) since up.sh's
+# snapshot: its node tables (netclass_guard, netclass_pol, netclass_qos, ...) outlive it by
+# design (README, Known limits), so an uninstall from this host removes them here.
+remove_tables() {
+  command -v nft >/dev/null || return 0
+  local before="$STATE_DIR/nft.tables.before" family name
+  while read -r _ family name; do
+    [[ $name == netclass* ]] || continue
+    ! grep -qxF "table $family $name" "$before" 2>/dev/null || continue
+    log "removing nftables table $family $name"
+    nft delete table "$family" "$name" || warn "could not remove nftables table $family $name"
+  done < <(nft list tables 2>/dev/null)
+}
+
 restore_sysctls() {
   local file="$STATE_DIR/sysctl.before" key value now
   [[ -s $file ]] || return 0
@@ -278,6 +292,7 @@ main() {
   remove_cgroups
   if $had_state; then
     remove_chains
+    remove_tables
     restore_sysctls
     # containerd removes it when it stops cleanly; a killed one leaves it
     rm -f "$NRI_SOCKET"

@@ -78,6 +78,8 @@ snapshot_host() {
       "$ipt" -t "$t" -S 2>/dev/null | awk -v t="$t" '$1 == "-N" { print t, $2 }'
     done >"$STATE_DIR/$ipt.chains.before"
   done
+  # nftables tables: netclass-dra on node 1 (this machine's namespaces) makes its node tables here
+  nft list tables 2>/dev/null >"$STATE_DIR/nft.tables.before" || true
   : >"$STATE_DIR/created"
   local p
   # node 1's directories, and the mount points of the other nodes' binds
