@@ -240,11 +240,11 @@ func portSets(rs *ruleset, name string, ports []netpol.PortRange) [][]expr.Any {
 			m = concat(m, matchDportRange(merged[0].From, merged[0].To))
 		default:
 			els := portIntervals(merged)
-			s := rs.intervalSet(nftables.TypeInetService, els) // an earlier allow's set of the same ports
+			s, h := rs.shared.find(rs.sets, nftables.TypeInetService, els) // an earlier allow's set of the same ports
 			if s == nil {
 				s = &nftables.Set{Table: rs.table, Name: fmt.Sprintf("%s_p%d", name, proto), KeyType: nftables.TypeInetService,
 					Interval: true, ID: rs.setID()}
-				rs.sets = append(rs.sets, setWithElements{set: s, elements: els})
+				rs.sets = rs.shared.add(rs.sets, h, setWithElements{set: s, elements: els})
 			}
 			m = concat(m, []expr.Any{
 				&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},

@@ -111,6 +111,7 @@ type ruleset struct {
 	rules   map[string][][]expr.Any // chain name -> rules in order
 	lastSet uint32                  // the last set ID handed out in this transaction
 	cache   *elementCache           // renders the address sets' elements (nil: each afresh)
+	shared  sharedSets              // the sets allows may share (sharedsets.go)
 }
 
 // setID returns a set ID unique within the ruleset's transaction.

@@ -95,11 +95,14 @@ func portMatches(ports []qos.PortMatch) [][]expr.Any {
 
 // addrSet adds a named interval set of destination ranges for one rule.
 func addrSet(rs *ruleset, rule string, v6 bool, ranges []qos.Range) *nftables.Set {
-	return addElementSet(rs, rule, v6, rs.cache.intervals(ranges))
+	s := newAddrSet(rs, rule, v6)
+	rs.sets = append(rs.sets, setWithElements{set: s, elements: rs.cache.intervals(ranges)})
+	return s
 }
 
-// addElementSet adds a named interval set of addresses with the elements.
-func addElementSet(rs *ruleset, rule string, v6 bool, els []nftables.SetElement) *nftables.Set {
+// newAddrSet is a named interval set of addresses for one rule, not yet
+// in the ruleset.
+func newAddrSet(rs *ruleset, rule string, v6 bool) *nftables.Set {
 	s := &nftables.Set{
 		Table: rs.table, Name: rule + "_v4", KeyType: nftables.TypeIPAddr, Interval: true,
 		ID: rs.setID(),
@@ -107,7 +110,6 @@ func addElementSet(rs *ruleset, rule string, v6 bool, els []nftables.SetElement)
 	if v6 {
 		s.Name, s.KeyType = rule+"_v6", nftables.TypeIP6Addr
 	}
-	rs.sets = append(rs.sets, setWithElements{set: s, elements: els})
 	return s
 }
 

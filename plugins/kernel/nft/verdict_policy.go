@@ -88,28 +88,17 @@ func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind exp
 // an earlier allow of the port made (the policies selecting a pod often
 // name the same peers: each set is one more object the kernel looks up by
 // name in a list of the table's sets, README, Performance), else a new one
-// named after this allow. Sets are compared by their elements, so that a
-// rendering with the sync's element cache and one without it (CHECK)
-// name the same sets.
+// named after this allow.
 func peerSet(rs *ruleset, name string, v6 bool, ranges []qos.Range) *nftables.Set {
 	els := rs.cache.intervals(ranges)
 	key := nftables.TypeIPAddr
 	if v6 {
 		key = nftables.TypeIP6Addr
 	}
-	if s := rs.intervalSet(key, els); s != nil {
-		return s
+	s, h := rs.shared.find(rs.sets, key, els)
+	if s == nil {
+		s = newAddrSet(rs, name, v6)
+		rs.sets = rs.shared.add(rs.sets, h, setWithElements{set: s, elements: els})
 	}
-	return addElementSet(rs, name, v6, els)
-}
-
-// intervalSet returns the ruleset's interval set of the key type holding
-// exactly els, or nil.
-func (rs *ruleset) intervalSet(key nftables.SetDatatype, els []nftables.SetElement) *nftables.Set {
-	for _, s := range rs.sets {
-		if s.set.Interval && s.set.KeyType == key && sameInOrder(s.elements, els) {
-			return s.set
-		}
-	}
-	return nil
+	return s
 }
