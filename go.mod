@@ -72,7 +72,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/knqyf263/go-plugin v0.9.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
-	github.com/mdlayher/socket v0.7.0 // indirect; v0.7.0 and later start no watcher goroutine per read or write for a context that cannot be canceled: google/nftables reads each acknowledgement through one (README, Performance)
+	github.com/mdlayher/socket v0.7.0 // indirect; v0.7.0 and later start no watcher goroutine per read or write for a context that cannot be canceled: google/nftables reads each acknowledgement through one (test/bench/README.md)
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect

@@ -216,7 +216,7 @@ func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 // port listing the same ports if any. Every set is one more object the
 // kernel finds by name in a list of the table's sets on each message that
 // names it, so a set less per allow is a cheaper transaction for every
-// port of the node (README, Performance).
+// port of the node (test/bench/README.md, "Sets per port").
 func portSets(rs *ruleset, name string, ports []netpol.PortRange) [][]expr.Any {
 	if len(ports) == 0 {
 		return [][]expr.Any{nil}

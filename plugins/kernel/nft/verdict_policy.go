@@ -87,8 +87,8 @@ func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind exp
 // peerSet returns the set of the port holding exactly these peers: the one
 // an earlier allow of the port made (the policies selecting a pod often
 // name the same peers: each set is one more object the kernel looks up by
-// name in a list of the table's sets, README, Performance), else a new one
-// named after this allow.
+// name in a list of the table's sets, test/bench/README.md, "Sets per
+// port"), else a new one named after this allow.
 func peerSet(rs *ruleset, name string, v6 bool, ranges []qos.Range) *nftables.Set {
 	els := rs.cache.intervals(ranges)
 	key := nftables.TypeIPAddr
