@@ -65,6 +65,9 @@ func TestStore(t *testing.T) {
 		}
 	}
 	// A torn or foreign file is an error, not a silent skip.
+	if err := os.MkdirAll(filepath.Join(s.Dir, "blue"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(s.Dir, "blue", "junk.json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,12 @@ func (s Store) Get(network, containerID, ifname string) (*Record, error) {
 	return readRecord(p)
 }
 
-// Delete removes a record; a missing record is success.
+// Delete removes a record; a missing record is success. The network's
+// directory goes with its last record: a node sees many networks come and
+// go over its life (a tenant's Network is a directory on each node its pods
+// used), and an empty directory of each would stay forever. rmdir removes
+// only an empty directory, so a record written meanwhile keeps it (Put
+// makes it again if it went just before its write).
 func (s Store) Delete(network, containerID, ifname string) error {
 	p, err := s.path(network, containerID, ifname)
 	if err != nil {
@@ -102,6 +107,7 @@ func (s Store) Delete(network, containerID, ifname string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove record %s: %w", p, err)
 	}
+	os.Remove(filepath.Dir(p)) // fails, and keeps it, unless it is empty
 	return nil
 }
 
@@ -156,12 +162,9 @@ func WriteFileAtomic(path string, data []byte) error { return writeFile(path, da
 
 func writeFile(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := createTemp(dir)
 	if err != nil {
-		return fmt.Errorf("create temporary file in %s: %w", dir, err)
+		return err
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
@@ -186,6 +189,27 @@ func writeFile(path string, data []byte, durable bool) error {
 		d.Close()
 	}
 	return nil
+}
+
+// createTemp makes a temporary file in dir, making dir first. A Delete of
+// the directory's last record may remove it between the two (it was
+// empty): it is made again, a few times at most (each time needs another
+// record of the directory deleted at that instant). Once the temporary
+// file is in it, the directory is not empty and stays.
+func createTemp(dir string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+		f, err := os.CreateTemp(dir, ".tmp-*")
+		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
+		}
+		return f, nil
+	}
 }
 
 // Addressed puts the result's addresses on the record (once the ADD has
