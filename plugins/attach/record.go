@@ -81,7 +81,7 @@ func (s Store) Put(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode record of %s/%s: %w", r.ContainerID, r.IfName, err)
 	}
-	return writeFile(p, data, false)
+	return writeFile(p, data)
 }
 
 // Get reads a record; a missing record returns (nil, nil).
@@ -156,37 +156,23 @@ func readRecord(p string) (*Record, error) {
 	return r, nil
 }
 
-// WriteFileAtomic replaces path with data so that readers see the old or
-// the new content, never a torn file, even across a machine crash.
-func WriteFileAtomic(path string, data []byte) error { return writeFile(path, data, true) }
-
-func writeFile(path string, data []byte, durable bool) error {
-	dir := filepath.Dir(path)
-	f, err := createTemp(dir)
+// writeFile replaces path with data through a temporary file and a rename,
+// so that readers see the old or the new content, never a torn file (not
+// fsynced: see Put).
+func writeFile(path string, data []byte) error {
+	f, err := createTemp(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	var serr error
-	if durable {
-		serr = f.Sync()
-	}
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, f.Close()); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
-	}
-	if !durable {
-		return nil
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // make the rename durable; best effort on filesystems without dir fsync
-		d.Close()
 	}
 	return nil
 }
