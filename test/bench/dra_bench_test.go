@@ -238,6 +238,7 @@ func BenchmarkDRAStart50Pods(b *testing.B) {
 		run := startAll(b, e, ns, "net")
 		for _, n := range e.Nodes {
 			report(b, n.Name, nodeTimings(b, e.DRAOn(n.Name), run.offsets[n.Name], ns, run.perNode[n.Name]), run.perNode[n.Name], run.wall)
+			reportCPU(b, n.Name, run.cpu[n.Name], cpuOf(b, e.DRAOn(n.Name)))
 		}
 		if i < b.N-1 {
 			b.Logf("round %d done", i)
@@ -251,15 +252,18 @@ type startRun struct {
 	offsets map[string]int64
 	perNode map[string]int
 	wall    time.Duration
+	// cpu is each node's netclass-dra's CPU times before the start.
+	cpu map[string]harness.CPUTimes
 }
 
 // startAll creates startPods pods in ns at once (10 at a time), spread
 // evenly over the nodes, with the named claim templates, and waits until
 // all run.
 func startAll(b *testing.B, e *harness.Env, ns string, claims ...string) startRun {
-	run := startRun{offsets: map[string]int64{}, perNode: map[string]int{}}
+	run := startRun{offsets: map[string]int64{}, perNode: map[string]int{}, cpu: map[string]harness.CPUTimes{}}
 	for _, n := range e.Nodes {
 		run.offsets[n.Name] = logSize(b, e.DRAOn(n.Name))
+		run.cpu[n.Name] = cpuOf(b, e.DRAOn(n.Name))
 	}
 	start := time.Now()
 	err := parallel(startPods, 10, func(j int) error {
@@ -276,6 +280,25 @@ func startAll(b *testing.B, e *harness.Env, ns string, claims ...string) startRu
 	waitAllRunning(b, e, ns)
 	run.wall = time.Since(start)
 	return run
+}
+
+func cpuOf(b *testing.B, d *harness.DRA) harness.CPUTimes {
+	c, err := d.CPU()
+	if err != nil {
+		b.Fatalf("netclass-dra on node %s: %v", d.Node, err)
+	}
+	return c
+}
+
+// reportCPU reports the CPU a node's netclass-dra used from before the
+// pods were created until the last claim status of the node was written:
+// its own, and its plugins' (the CNI plugins it ran and their IPAM
+// plugins, counted once they exited).
+func reportCPU(b *testing.B, node string, before, after harness.CPUTimes) {
+	self, plugins := after.Self-before.Self, after.Children-before.Children
+	b.Logf("node %s: netclass-dra's CPU over the start %v, its plugins' %v", node, self, plugins)
+	b.ReportMetric(self.Seconds(), "s-cpu-netclass-dra-"+node)
+	b.ReportMetric(plugins.Seconds(), "s-cpu-plugins-"+node)
 }
 
 // timing is what a node's netclass-dra logged of one pod.
