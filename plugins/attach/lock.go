@@ -14,10 +14,11 @@ import (
 // if the process dies.
 func Lock(dir, name string) (func(), error) {
 	p := filepath.Join(dir, "locks", name+".lock")
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return nil, fmt.Errorf("create lock directory: %w", err)
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+	var f *os.File
+	err := InDir(filepath.Dir(p), func() (err error) {
+		f, err = os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", p, err)
 	}

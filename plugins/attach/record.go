@@ -97,8 +97,9 @@ func (s Store) Get(network, containerID, ifname string) (*Record, error) {
 // directory goes with its last record: a node sees many networks come and
 // go over its life (a tenant's Network is a directory on each node its pods
 // used), and an empty directory of each would stay forever. rmdir removes
-// only an empty directory, so a record written meanwhile keeps it (Put
-// makes it again if it went just before its write).
+// only an empty directory, so a record written meanwhile keeps it, and
+// whoever writes under the dataDir makes it again if it went just before
+// its write (InDir).
 func (s Store) Delete(network, containerID, ifname string) error {
 	p, err := s.path(network, containerID, ifname)
 	if err != nil {
@@ -177,24 +178,38 @@ func writeFile(path string, data []byte) error {
 	return nil
 }
 
-// createTemp makes a temporary file in dir, making dir first. A Delete of
-// the directory's last record may remove it between the two (it was
-// empty): it is made again, a few times at most (each time needs another
-// record of the directory deleted at that instant). Once the temporary
-// file is in it, the directory is not empty and stays.
+// createTemp makes a temporary file in dir (see InDir). Once it is there,
+// the directory is not empty and stays.
 func createTemp(dir string) (*os.File, error) {
+	var f *os.File
+	err := InDir(dir, func() (err error) {
+		f, err = os.CreateTemp(dir, ".tmp-*")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// InDir makes dir and runs create, which makes a file in it. Every writer
+// under a dataDir goes through it: Store.Delete removes a network's
+// directory with its last record when it is empty, and a network may bear
+// the name of any directory there (locks, a bandwidth share's records), so
+// a directory may go between its making and create. create is run again
+// then, a few times at most (each time needs another last record deleted at
+// that instant).
+func InDir(dir string, create func() error) error {
+	gone := func(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) }
 	for attempt := 0; ; attempt++ {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, err)
+		err := os.MkdirAll(dir, 0o700) // EEXIST: made by another, then removed before MkdirAll saw it
+		if err == nil {
+			err = create()
 		}
-		f, err := os.CreateTemp(dir, ".tmp-*")
-		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+		if gone(err) && attempt < 5 {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
-		}
-		return f, nil
+		return err
 	}
 }
 

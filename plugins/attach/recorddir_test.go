@@ -80,3 +80,22 @@ func TestPutsAndDeletesOfOneNetworkAtOnce(t *testing.T) {
 		t.Fatalf("the network's directory is left after its last record (stat: %v)", err)
 	}
 }
+
+// A directory removed between its making and the file's creation (a last
+// record deleted at that instant) is made again.
+func TestInDirMakesTheDirectoryAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bandwidth-share")
+	calls := 0
+	err := InDir(dir, func() error {
+		calls++
+		if calls == 1 {
+			if err := os.Remove(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return os.WriteFile(filepath.Join(dir, "vx.json"), []byte("{}"), 0o600)
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("InDir = %v after %d calls; want the file made at the second", err, calls)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/tc"
 )
 
@@ -151,11 +152,8 @@ func save(dataDir, dev string, r Record) error {
 	if err != nil {
 		return fmt.Errorf("encode the shared scheduler record of %q: %w", dev, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("shared scheduler record of %q: %w", dev, err)
-	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	if err := attach.InDir(filepath.Dir(p), func() error { return os.WriteFile(tmp, data, 0o600) }); err != nil {
 		return fmt.Errorf("write the shared scheduler record of %q: %w", dev, err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
