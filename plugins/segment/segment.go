@@ -5,7 +5,8 @@
 // creates them and the DEL of their last pod removes them, unless
 // netclass-dra manages them (link.NodeOwnerAlias): their lifetime is then
 // the node daemon's, which removes them once their network is gone and no
-// pod is left on the bridge. Callers hold the segment's lock.
+// pod is left on the bridge. Callers hold the segment's lock, whose file goes
+// with the devices.
 package segment
 
 import (
@@ -13,21 +14,23 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 )
 
-// Devices are a segment's bridge and uplink on this node, and the network
-// that owns them.
+// Devices are a segment's bridge and uplink on this node, the network that
+// owns them, and the lock that serialises their users.
 type Devices struct {
 	Bridge  string
 	Uplink  string
 	Network string
+	Lock    attach.LockFile
 }
 
 // RemoveIfUnused deletes the bridge and its uplink once no pod is a port of
 // the bridge any more, unless another network owns them or the node daemon
-// manages them.
+// manages them; with both gone, the lock's file goes too.
 func (d Devices) RemoveIfUnused() error { return d.remove(false) }
 
 // RemoveManagedIfUnused is RemoveIfUnused for the node daemon: it deletes
@@ -35,6 +38,18 @@ func (d Devices) RemoveIfUnused() error { return d.remove(false) }
 func (d Devices) RemoveManagedIfUnused() error { return d.remove(true) }
 
 func (d Devices) remove(managed bool) error {
+	if err := d.removeDevices(managed); err != nil {
+		return err
+	}
+	for _, name := range []string{d.Bridge, d.Uplink} {
+		if _, err := link.ByName(name); !link.IsNotFound(err) {
+			return nil // still there (or unreadable): its users still lock
+		}
+	}
+	return d.Lock.Remove()
+}
+
+func (d Devices) removeDevices(managed bool) error {
 	br, err := link.ByName(d.Bridge)
 	if link.IsNotFound(err) {
 		return d.deleteIfOurs(d.Uplink, managed)

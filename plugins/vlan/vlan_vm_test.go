@@ -4,9 +4,13 @@ package vlan
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -190,6 +194,13 @@ func TestPodsOfAVLANShareItsHostDevices(t *testing.T) {
 		if h1.NS.HasLink(t, dev) {
 			t.Errorf("the last DEL left %s", dev)
 		}
+	}
+	var last struct{ DataDir string }
+	if err := json.Unmarshal(blueB, &last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(last.DataDir, "locks", "vlan-"+blue.BridgeName()+".lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the VLAN's lock file outlived its devices: %v", err)
 	}
 }
 

@@ -2,7 +2,9 @@ package vxlan
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +82,8 @@ func TestNodeManagedDevicesOutliveTheLastPod(t *testing.T) {
 		if alias := a.NS.Link(t, dev).Attrs().Alias; alias != link.NodeOwnerAlias("blue") {
 			t.Errorf("%s: alias %q after ADD and DEL", dev, alias)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(a.dataDir, "locks", "vxlan-4713.lock")); err != nil {
+		t.Errorf("the lock of devices that stay: %v", err)
 	}
 }

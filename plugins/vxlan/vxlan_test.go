@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +125,10 @@ func TestSharedDevicesLiveUntilTheLastAttachment(t *testing.T) {
 	if !n1.NS.HasLink(t, "ncvx100") || !n1.NS.HasLink(t, "ncbr100") {
 		t.Fatal("the VNI's devices went while a pod still uses them")
 	}
+	lock := filepath.Join(n1.dataDir, "locks", "vxlan-100.lock")
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the VNI's lock while a pod uses it: %v", err)
+	}
 	for range 2 {
 		if err := n1.Del(plugin, conf, b, "net1"); err != nil {
 			t.Fatal(err)
@@ -129,6 +136,9 @@ func TestSharedDevicesLiveUntilTheLastAttachment(t *testing.T) {
 	}
 	if n1.NS.HasLink(t, "ncvx100") || n1.NS.HasLink(t, "ncbr100") {
 		t.Fatal("the VNI's devices outlived its last pod")
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the VNI's lock file outlived its devices: %v", err)
 	}
 }
 

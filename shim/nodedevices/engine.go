@@ -136,12 +136,12 @@ func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]
 	var errs []error
 	seen := map[string]bool{}
 	for _, l := range links {
-		d, lock, ok := e.segmentOf(l)
+		d, ok := e.segmentOf(l)
 		if !ok || seen[d.Bridge] || wanted[d.Bridge] {
 			continue
 		}
 		seen[d.Bridge] = true
-		gone, err := remove(d, lock)
+		gone, err := remove(d)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove devices of bridge %q: %w", d.Bridge, err))
 			continue
@@ -155,8 +155,8 @@ func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]
 }
 
 // remove deletes the segment's devices if unused; gone says whether they are gone.
-func remove(d segment.Devices, lock func() (func(), error)) (bool, error) {
-	unlock, err := lock()
+func remove(d segment.Devices) (bool, error) {
+	unlock, err := d.Lock.Lock()
 	if err != nil {
 		return false, err
 	}
@@ -169,23 +169,22 @@ func remove(d segment.Devices, lock func() (func(), error)) (bool, error) {
 }
 
 // segmentOf reads, from a node-managed device's name, the segment it belongs
-// to and the lock the plugins take for it.
-func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, func() (func(), error), bool) {
+// to, with the lock the plugins take for it.
+func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, bool) {
 	name, owner := l.Attrs().Name, link.NodeManagedOwner(l)
 	for _, prefix := range []string{"ncbr", "ncvx"} {
 		if s, ok := strings.CutPrefix(name, prefix); ok {
 			id, err := strconv.Atoi(s)
 			if err != nil || id <= 0 || id > netconf.MaxVNI {
-				return segment.Devices{}, nil, false
+				return segment.Devices{}, false
 			}
 			c := &netconf.VXLAN{Common: netconf.Common{Name: owner, DataDir: e.DataDir}, VNI: id}
-			return vni.Devices(c), func() (func(), error) { return vni.Lock(c) }, true
+			return vni.Devices(c), true
 		}
 	}
 	bridge, uplink, ok := netconf.VLANDevicesOf(name)
 	if !ok {
-		return segment.Devices{}, nil, false
+		return segment.Devices{}, false
 	}
-	d := segment.Devices{Bridge: bridge, Uplink: uplink, Network: owner}
-	return d, func() (func(), error) { return trunk.LockBridge(e.DataDir, bridge) }, true
+	return segment.Devices{Bridge: bridge, Uplink: uplink, Network: owner, Lock: trunk.BridgeLock(e.DataDir, bridge)}, true
 }

@@ -2,8 +2,12 @@ package nodedevices_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -88,6 +92,7 @@ func sync(t *testing.T, ns *nstest.NS, e *nodedevices.Engine, nets ...network.Ne
 func TestEngineFollowsTheCluster(t *testing.T) {
 	ns := node(t)
 	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	lock := filepath.Join(e.DataDir, "locks", "vxlan-4100.lock")
 	res, err := sync(t, ns, e, vxlanNet("blue", 4100, "10.77.0.2", "10.77.0.3"))
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +131,9 @@ func TestEngineFollowsTheCluster(t *testing.T) {
 	if !ns.HasLink(t, "ncvx4100") || !ns.HasLink(t, "ncbr4100") {
 		t.Fatal("devices removed while a pod uses them")
 	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the VNI's lock while its devices stay: %v", err)
+	}
 	ns.Do(t, func() error { return link.Delete("pod0") })
 	res, err = sync(t, ns, e)
 	if err != nil {
@@ -133,6 +141,9 @@ func TestEngineFollowsTheCluster(t *testing.T) {
 	}
 	if ns.HasLink(t, "ncvx4100") || ns.HasLink(t, "ncbr4100") || len(res.Removed) != 2 {
 		t.Fatalf("devices of a network that is gone, with no pod left: still there (removed %v)", res.Removed)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the VNI's lock file outlived its devices: %v", err)
 	}
 }
 

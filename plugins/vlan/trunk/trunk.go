@@ -21,10 +21,13 @@ import (
 
 // Lock serialises everything that creates, joins or removes the VLAN's
 // devices on this host.
-func Lock(c *netconf.VLAN) (func(), error) { return LockBridge(c.DataDir, c.BridgeName()) }
+func Lock(c *netconf.VLAN) (func(), error) { return BridgeLock(c.DataDir, c.BridgeName()).Lock() }
 
-// LockBridge is Lock for a caller that knows only the bridge's name.
-func LockBridge(dataDir, bridge string) (func(), error) { return attach.Lock(dataDir, "vlan-"+bridge) }
+// BridgeLock is the lock of the VLAN whose bridge is bridge, removed with
+// its devices.
+func BridgeLock(dataDir, bridge string) attach.LockFile {
+	return attach.LockFile{Dir: dataDir, Name: "vlan-" + bridge}
+}
 
 // Uplink is the VLAN's parent on this host and the MTU its pods get.
 type Uplink struct {
@@ -57,7 +60,7 @@ func (u Uplink) Spec(c *netconf.VLAN, bridgeIndex int) link.UplinkVLANSpec {
 
 // Devices are the VLAN's bridge and sub-interface on this node.
 func Devices(c *netconf.VLAN) segment.Devices {
-	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name}
+	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name, Lock: BridgeLock(c.DataDir, c.BridgeName())}
 }
 
 // Ensure creates (or finds, verifying their settings) the VLAN's bridge and
