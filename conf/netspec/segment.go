@@ -20,10 +20,13 @@ import (
 //     its node devices after the VNI alone (ncvx<VNI>, ncbr<VNI>);
 //   - a VLAN ID is one segment per master, and a master left to each node
 //     (empty) may be any master, so it overlaps every master;
-//   - a netclass-bridge bridge is one segment per bridge name.
+//   - a netclass-bridge bridge is one segment per bridge name;
+//   - an SR-IOV network with a vlan is that VLAN ID's segment on its PF
+//     (the NIC switches its VFs' frames with the PF's sub-interface of the
+//     VLAN and the wire); with a deviceID and no master, on any master.
 type Segment struct {
 	// Kind is SegmentVXLAN, SegmentVLAN or SegmentBridge; "" is no segment
-	// (an SR-IOV network: VFs are separate ports).
+	// (an SR-IOV network without a vlan: VFs are separate ports).
 	Kind string
 	// ID is the VNI or the VLAN ID.
 	ID int
@@ -145,6 +148,7 @@ func PodNetworkHolder(pn *mnv1.PodNetwork) Holder {
 		Type   string `json:"type"`
 		VNI    int    `json:"vni"`
 		VLANID int    `json:"vlanId"`
+		VLAN   int    `json:"vlan"` // netclass-sriov's
 		Master string `json:"master"`
 		Bridge string `json:"bridge"`
 	}
@@ -158,6 +162,10 @@ func PodNetworkHolder(pn *mnv1.PodNetwork) Holder {
 		h.Segment = Segment{Kind: SegmentVLAN, ID: p.VLANID, Device: p.Master}
 	case netconf.TypeBridge:
 		h.Segment = Segment{Kind: SegmentBridge, Device: cmp.Or(p.Bridge, netconf.DefaultBridge)}
+	case netconf.TypeSRIOV:
+		if p.VLAN > 0 { // 0: untagged
+			h.Segment = Segment{Kind: SegmentVLAN, ID: p.VLAN, Device: p.Master}
+		}
 	}
 	h.Held = heldIn(pn.Status.Conditions, h.Segment)
 	return h
