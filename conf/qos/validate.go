@@ -94,6 +94,10 @@ func validateRate(p field.Path, rateName, burstName string, rate, burst int64) [
 	return errs
 }
 
+// Validate reports every problem of the rule alone, each with its field
+// path under p (Spec.Validate checks each of its rules so).
+func (r *Rule) Validate(p field.Path) error { return r.validate(p) }
+
 func (r *Rule) validate(p field.Path) error {
 	var errs field.Errors
 	if r.Priority < 0 || r.Priority > MaxPriority {

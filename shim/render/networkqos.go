@@ -1,15 +1,18 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/field"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/network"
 )
@@ -63,9 +66,17 @@ func SelectsNAD(sel *ncv1.NetworkAttachmentDefinitionSelector, nad *NAD) (bool, 
 // priorities win, without collisions). A rule whose destinations resolve to no
 // address is dropped: an empty destination list would match everything.
 // selected names the objects that select the pod on the network.
+//
+// Selectors are written by namespace users and resolve to as many pods as
+// they select: each distinct destination is resolved once per call, a
+// rule's addresses are counted once, and the rules of one attachment
+// classify at most MaxSelectedAddresses addresses; a rule over what is left
+// is dropped with an error naming it. (More rules than qos.MaxRules fail
+// the attachment's plan as a whole: ApplyFailed in the objects' status.)
 func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rule, selected []string, err error) {
 	sorted := append([]*ncv1.NetworkQoS(nil), objs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	res := &resolver{peers: peers, seen: map[string][]netip.Addr{}, left: MaxSelectedAddresses}
 	var errs []error
 	for _, obj := range sorted {
 		ok, err := Selects(obj, target)
@@ -78,14 +89,21 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rul
 		}
 		selected = append(selected, obj.Name)
 		for i, r := range obj.Spec.Egress {
-			rule, keep, err := compileRule(obj, i, r, target, peers)
+			rule, keep, err := compileRule(obj, i, r, target, res)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			if keep {
-				rules = append(rules, rule)
+			if !keep {
+				continue
 			}
+			// The controller reports an invalid object (Accepted=False);
+			// its rule must not fail the others' with it.
+			if err := rule.Validate(field.Path("spec.egress").Index(i)); err != nil {
+				errs = append(errs, fmt.Errorf("NetworkQoS %s/%s: %w", obj.Namespace, obj.Name, err))
+				continue
+			}
+			rules = append(rules, rule)
 		}
 	}
 	return rules, selected, errors.Join(errs...)
@@ -148,7 +166,7 @@ func wrapSel(obj *ncv1.NetworkQoS, err error) error {
 	return fmt.Errorf("NetworkQoS %s/%s: networkSelectors: %w", obj.Namespace, obj.Name, err)
 }
 
-func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, peers Peers) (qos.Rule, bool, error) {
+func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolver) (qos.Rule, bool, error) {
 	dscp := int(r.DSCP)
 	out := qos.Rule{Priority: int(obj.Spec.Priority)*ncv1.MaxNetworkQoSRules + i, DSCP: &dscp}
 	if r.Bandwidth != nil && r.Bandwidth.Rate != nil {
@@ -168,12 +186,27 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, peers Peers
 		}
 		out.Classifier.Ports = append(out.Classifier.Ports, port)
 	}
+	var addrs []netip.Addr // of the selectors, each address once
 	for _, to := range r.Classifier.To {
-		peersOf, err := destination(obj, to, t, peers)
+		if to.IPBlock != nil {
+			out.Classifier.To = append(out.Classifier.To, ipBlock(to.IPBlock))
+			continue
+		}
+		a, err := res.addresses(obj.Namespace, to, t.Network)
 		if err != nil {
 			return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
 		}
-		out.Classifier.To = append(out.Classifier.To, peersOf...)
+		addrs = append(addrs, a...)
+	}
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	addrs = slices.Compact(addrs)
+	if len(addrs) > res.left {
+		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: its destination selectors select %d addresses, more than the %d left of the %d netclass classifies for one attachment",
+			obj.Namespace, obj.Name, i, len(addrs), res.left, MaxSelectedAddresses)
+	}
+	res.left -= len(addrs)
+	for _, a := range addrs {
+		out.Classifier.To = append(out.Classifier.To, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
 	}
 	if len(r.Classifier.To) > 0 && len(out.Classifier.To) == 0 {
 		return qos.Rule{}, false, nil
@@ -181,24 +214,43 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, peers Peers
 	return out, true, nil
 }
 
-func destination(obj *ncv1.NetworkQoS, to ncv1.Destination, t Target, peers Peers) ([]qos.Peer, error) {
-	if to.IPBlock != nil {
-		b := &qos.IPBlock{CIDR: string(to.IPBlock.CIDR)}
-		for _, e := range to.IPBlock.Except {
-			b.Except = append(b.Except, string(e))
-		}
-		return []qos.Peer{{IPBlock: b}}, nil
+func ipBlock(b *ncv1.IPBlock) qos.Peer {
+	out := &qos.IPBlock{CIDR: string(b.CIDR)}
+	for _, e := range b.Except {
+		out.Except = append(out.Except, string(e))
 	}
-	if peers == nil {
+	return qos.Peer{IPBlock: out}
+}
+
+// MaxSelectedAddresses bounds the pod addresses the destination selectors
+// of the NetworkQoS rules of one attachment classify (NetworkPolicy's
+// netpolicy.MaxRangesPerAttachment is the same).
+const MaxSelectedAddresses = 4000
+
+// resolver resolves the destination selectors of one Rules call, each
+// distinct one once, and counts what is left of MaxSelectedAddresses.
+type resolver struct {
+	peers Peers
+	seen  map[string][]netip.Addr
+	left  int
+}
+
+func (r *resolver) addresses(namespace string, to ncv1.Destination, net network.Network) ([]netip.Addr, error) {
+	if r.peers == nil {
 		return nil, fmt.Errorf("pod and namespace selectors cannot be resolved here")
 	}
-	addrs, err := peers.Addresses(obj.Namespace, to, t.Network)
+	key, err := json.Marshal(to)
+	if err != nil {
+		return nil, fmt.Errorf("destination: %w", err)
+	}
+	k := namespace + "\x00" + string(key) // one network per call
+	if a, ok := r.seen[k]; ok {
+		return a, nil
+	}
+	a, err := r.peers.Addresses(namespace, to, net)
 	if err != nil {
 		return nil, fmt.Errorf("resolve destination selectors: %w", err)
 	}
-	out := make([]qos.Peer, 0, len(addrs))
-	for _, a := range addrs {
-		out = append(out, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
-	}
-	return out, nil
+	r.seen[k] = a
+	return a, nil
 }

@@ -1,0 +1,122 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/shim/network"
+)
+
+// countingPeers gives every selector the same n addresses and counts the
+// resolutions.
+type countingPeers struct {
+	addrs []netip.Addr
+	calls int
+}
+
+func (c *countingPeers) Addresses(string, ncv1.Destination, network.Network) ([]netip.Addr, error) {
+	c.calls++
+	return c.addrs, nil
+}
+
+func addrs(n int) []netip.Addr {
+	out := make([]netip.Addr, n)
+	for i := range out {
+		out[i] = netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
+	}
+	return out
+}
+
+// everyPod is a rule to every pod of every namespace, written k times.
+func everyPod(dscp int32, k int) ncv1.Rule {
+	r := ncv1.Rule{DSCP: dscp, Classifier: &ncv1.Classifier{}}
+	for range k {
+		r.Classifier.To = append(r.Classifier.To, ncv1.Destination{NamespaceSelector: &metav1.LabelSelector{}})
+	}
+	return r
+}
+
+// A tenant's NetworkQoS naming one selector many times, in many rules,
+// costs one resolution and each rule its addresses once.
+func TestRulesResolveEachDestinationOnce(t *testing.T) {
+	peers := &countingPeers{addrs: addrs(150)}
+	obj := nqos("wide", 1, func(o *ncv1.NetworkQoS) {
+		o.Spec.Egress = nil
+		for i := range 20 {
+			o.Spec.Egress = append(o.Spec.Egress, everyPod(int32(i), 32))
+		}
+	})
+	rules, _, err := Rules([]*ncv1.NetworkQoS{obj}, Target{Namespace: "games", Network: network.Default()}, peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peers.calls != 1 {
+		t.Errorf("%d resolutions of one selector, want 1", peers.calls)
+	}
+	if len(rules) != 20 {
+		t.Fatalf("%d rules, want 20", len(rules))
+	}
+	for _, r := range rules {
+		if len(r.Classifier.To) != 150 {
+			t.Fatalf("rule %d classifies %d destinations, want the 150 addresses once", r.Priority, len(r.Classifier.To))
+		}
+	}
+}
+
+// The rules of one attachment classify at most MaxSelectedAddresses
+// addresses: a rule over what is left is dropped, named, and the others
+// stay.
+func TestRulesBoundTheSelectedAddresses(t *testing.T) {
+	per := MaxSelectedAddresses/3 + 1 // the third rule no longer fits
+	peers := &countingPeers{addrs: addrs(per)}
+	obj := nqos("wide", 1, func(o *ncv1.NetworkQoS) {
+		o.Spec.Egress = []ncv1.Rule{everyPod(10, 1), everyPod(12, 1), everyPod(14, 1),
+			{DSCP: 16, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: "192.0.2.0/24"}}}}}}
+	})
+	rules, _, err := Rules([]*ncv1.NetworkQoS{obj}, Target{Namespace: "games", Network: network.Default()}, peers)
+	want := fmt.Sprintf("NetworkQoS games/wide egress[2]: its destination selectors select %d addresses, more than the %d left of the %d",
+		per, MaxSelectedAddresses-2*per, MaxSelectedAddresses)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+	var dscps []int
+	for _, r := range rules {
+		dscps = append(dscps, *r.DSCP)
+	}
+	if fmt.Sprint(dscps) != "[10 12 16]" {
+		t.Fatalf("rules of DSCP %v kept, want [10 12 16]", dscps)
+	}
+}
+
+// A NetworkQoS the schema accepts but the plugins' qos block refuses (the
+// controller says Accepted=False) loses its own rule, named with its
+// field, and never fails another object's rules with it.
+func TestRulesLeaveOutAnInvalidRule(t *testing.T) {
+	hugeBurst, rate := int64(4_000_000_000), int64(1000)
+	bad := nqos("bad", 1, func(o *ncv1.NetworkQoS) {
+		o.Spec.Egress = []ncv1.Rule{
+			{DSCP: 10, Classifier: &ncv1.Classifier{Ports: []ncv1.Port{{}}}},
+			{DSCP: 12, Bandwidth: &ncv1.Bandwidth{Rate: &rate, Burst: &hugeBurst}},
+			{DSCP: 14},
+		}
+	})
+	good := nqos("good", 2, func(o *ncv1.NetworkQoS) { o.Spec.Egress = []ncv1.Rule{{DSCP: 46}} })
+	rules, _, err := Rules([]*ncv1.NetworkQoS{bad, good}, Target{Namespace: "games", Network: network.Default()}, nil)
+	for _, want := range []string{"NetworkQoS games/bad: spec.egress[0].classifier.ports[0].protocol", "NetworkQoS games/bad: spec.egress[1].bandwidth"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one naming %q", err, want)
+		}
+	}
+	var dscps []int
+	for _, r := range rules {
+		dscps = append(dscps, *r.DSCP)
+	}
+	if fmt.Sprint(dscps) != "[14 46]" {
+		t.Fatalf("rules of DSCP %v kept, want [14 46]", dscps)
+	}
+}
