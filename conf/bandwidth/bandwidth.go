@@ -153,12 +153,19 @@ func bits(errs *field.Errors, p field.Path, q *resource.Quantity, fallback int64
 		errs.Add(p, "must not be negative, got %s", q)
 	case q.CmpInt64(math.MaxInt64) > 0:
 		errs.Add(p, "must be at most %d bits/s, got %s", int64(math.MaxInt64), q)
-	case q.MilliValue()%1000 != 0:
+	case !whole(q):
 		errs.Add(p, "must be a whole number of bits/s, got %s", q)
 	default:
 		return q.Value()
 	}
 	return 0
+}
+
+// whole reports whether q, at most MaxInt64, is a whole number (its
+// MilliValue overflows above ~9.2e15, which bits/s may exceed).
+func whole(q *resource.Quantity) bool {
+	_, ok := q.AsInt64() // false: it has a fraction
+	return ok
 }
 
 // Validate checks the policy as the API server checks a device's capacity

@@ -41,6 +41,8 @@ func TestParseAnnotation(t *testing.T) {
 			".capacity: must not be negative", ".min: must be a whole number of bits/s", ".step: must not be negative"}},
 		{name: "step 0", raw: `{"capacity": "100M", "step": 0}`, wantErr: []string{".step: must be positive"}},
 		{name: "too large", raw: `{"capacity": "10E"}`, wantErr: []string{".capacity: must be at most"}},
+		{name: "beyond a milli-value", raw: `{"capacity": "9223372036854776"}`, want: Policy{Capacity: 9223372036854776, Max: 9223372036854776}},
+		{name: "a fraction beyond a milli-value", raw: `{"capacity": "9223372036854776.5"}`, wantErr: []string{".capacity: must be a whole number of bits/s"}},
 		{name: "capacity 0", raw: `{"capacity": 0}`, wantErr: []string{".capacity: must be positive", ".max: must be positive"}},
 		{name: "max over capacity", raw: `{"capacity": "100M", "max": "200M"}`, wantErr: []string{".max: 200000000 exceeds the capacity 100000000"}},
 		{name: "min over max", raw: `{"capacity": "100M", "min": "60M", "max": "50M", "default": "55M"}`, wantErr: []string{".min: 60000000 exceeds max", ".default: 55000000 is outside"}},
