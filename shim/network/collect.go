@@ -59,7 +59,7 @@ func Collect(objs Objects, host Host, self string) ([]Network, []Skip, error) {
 			skips = append(skips, *s)
 			return
 		}
-		if owner := netspec.Owner(n.holder, in.holders); owner != nil {
+		if owner := in.owners.Owner(n.holder); owner != nil {
 			skips = append(skips, Skip{Ref: n.Ref, Reason: ReasonSegmentConflict, Message: netspec.ConflictMessage(n.holder, *owner)})
 			return
 		}
@@ -92,8 +92,8 @@ type objects struct {
 	nets     []*ncv1.Network
 	clusters map[string]*ncv1.ClusterNetwork
 	nodeNets map[string]*ncv1.NodeNetwork // by ClusterNetwork
-	holders  []netspec.Holder
-	node     *netspec.Node // what PodNetworks are rendered with on this node
+	owners   *netspec.OwnerIndex          // who holds each segment
+	node     *netspec.Node                // what PodNetworks are rendered with on this node
 }
 
 func read(objs Objects, host Host, self string) (objects, error) {
@@ -121,7 +121,7 @@ func read(objs Objects, host Host, self string) (objects, error) {
 	for _, nn := range nodeNets {
 		in.nodeNets[nn.Spec.ClusterNetworkName] = nn
 	}
-	in.holders = netspec.Holders(in.podNets, in.nets, cns)
+	in.owners = netspec.NewOwnerIndex(netspec.Holders(in.podNets, in.nets, cns))
 	nodes, err := objs.Nodes()
 	if err != nil {
 		return in, fmt.Errorf("list Nodes: %w", err)
