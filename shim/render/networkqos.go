@@ -186,25 +186,15 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolv
 		}
 		out.Classifier.Ports = append(out.Classifier.Ports, port)
 	}
-	var addrs []netip.Addr // of the selectors, each address once
 	for _, to := range r.Classifier.To {
 		if to.IPBlock != nil {
 			out.Classifier.To = append(out.Classifier.To, ipBlock(to.IPBlock))
-			continue
 		}
-		a, err := res.addresses(obj.Namespace, to, t.Network)
-		if err != nil {
-			return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
-		}
-		addrs = append(addrs, a...)
 	}
-	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
-	addrs = slices.Compact(addrs)
-	if len(addrs) > res.left {
-		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: its destination selectors select %d addresses, more than the %d left of the %d netclass classifies for one attachment",
-			obj.Namespace, obj.Name, i, len(addrs), res.left, MaxSelectedAddresses)
+	addrs, err := res.selected(obj.Namespace, r.Classifier.To, t.Network)
+	if err != nil {
+		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
 	}
-	res.left -= len(addrs)
 	for _, a := range addrs {
 		out.Classifier.To = append(out.Classifier.To, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
 	}
@@ -222,35 +212,79 @@ func ipBlock(b *ncv1.IPBlock) qos.Peer {
 	return qos.Peer{IPBlock: out}
 }
 
-// MaxSelectedAddresses bounds the pod addresses the destination selectors
-// of the NetworkQoS rules of one attachment classify (NetworkPolicy's
-// netpolicy.MaxRangesPerAttachment is the same).
-const MaxSelectedAddresses = 4000
+// Bounds of what the destination selectors of the NetworkQoS rules of one
+// attachment cost (NetworkPolicy's are in shim/netpolicy).
+const (
+	// MaxSelectedAddresses bounds the pod addresses they classify.
+	MaxSelectedAddresses = 4000
+	// MaxSelectors bounds the distinct selectors resolved (each looks at
+	// every pod of the namespaces it selects).
+	MaxSelectors = 256
+)
 
 // resolver resolves the destination selectors of one Rules call, each
-// distinct one once, and counts what is left of MaxSelectedAddresses.
+// distinct one once, and counts what is left of the bounds.
 type resolver struct {
 	peers Peers
 	seen  map[string][]netip.Addr
 	left  int
 }
 
-func (r *resolver) addresses(namespace string, to ncv1.Destination, net network.Network) ([]netip.Addr, error) {
+// selected are the addresses a rule's destination selectors select, each
+// once; more than are left is an error. It never holds much more than
+// what is left and one selector's addresses.
+func (r *resolver) selected(namespace string, tos []ncv1.Destination, net network.Network) ([]netip.Addr, error) {
+	var addrs []netip.Addr
+	inRule := map[string]bool{}
+	for _, to := range tos {
+		if to.IPBlock != nil {
+			continue
+		}
+		a, key, err := r.addresses(namespace, to, net)
+		if err != nil {
+			return nil, err
+		}
+		if inRule[key] {
+			continue
+		}
+		inRule[key] = true
+		if addrs = append(addrs, a...); len(addrs) > r.left {
+			if addrs = sortedSet(addrs); len(addrs) > r.left {
+				return nil, fmt.Errorf("its destination selectors select more than the %d addresses left of the %d netclass classifies for one attachment",
+					r.left, MaxSelectedAddresses)
+			}
+		}
+	}
+	addrs = sortedSet(addrs)
+	r.left -= len(addrs)
+	return addrs, nil
+}
+
+func sortedSet(addrs []netip.Addr) []netip.Addr {
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(addrs)
+}
+
+// addresses resolves one destination's selectors, and names it (key).
+func (r *resolver) addresses(namespace string, to ncv1.Destination, net network.Network) ([]netip.Addr, string, error) {
 	if r.peers == nil {
-		return nil, fmt.Errorf("pod and namespace selectors cannot be resolved here")
+		return nil, "", fmt.Errorf("pod and namespace selectors cannot be resolved here")
 	}
-	key, err := json.Marshal(to)
+	b, err := json.Marshal(to)
 	if err != nil {
-		return nil, fmt.Errorf("destination: %w", err)
+		return nil, "", fmt.Errorf("destination: %w", err)
 	}
-	k := namespace + "\x00" + string(key) // one network per call
-	if a, ok := r.seen[k]; ok {
-		return a, nil
+	key := namespace + "\x00" + string(b) // one network per call
+	if a, ok := r.seen[key]; ok {
+		return a, key, nil
+	}
+	if len(r.seen) >= MaxSelectors {
+		return nil, "", fmt.Errorf("more than the %d distinct destination selectors netclass resolves for one attachment", MaxSelectors)
 	}
 	a, err := r.peers.Addresses(namespace, to, net)
 	if err != nil {
-		return nil, fmt.Errorf("resolve destination selectors: %w", err)
+		return nil, "", fmt.Errorf("resolve destination selectors: %w", err)
 	}
-	r.seen[k] = a
-	return a, nil
+	r.seen[key] = a
+	return a, key, nil
 }

@@ -79,8 +79,8 @@ func TestRulesBoundTheSelectedAddresses(t *testing.T) {
 			{DSCP: 16, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: "192.0.2.0/24"}}}}}}
 	})
 	rules, _, err := Rules([]*ncv1.NetworkQoS{obj}, Target{Namespace: "games", Network: network.Default()}, peers)
-	want := fmt.Sprintf("NetworkQoS games/wide egress[2]: its destination selectors select %d addresses, more than the %d left of the %d",
-		per, MaxSelectedAddresses-2*per, MaxSelectedAddresses)
+	want := fmt.Sprintf("NetworkQoS games/wide egress[2]: its destination selectors select more than the %d addresses left of the %d",
+		MaxSelectedAddresses-2*per, MaxSelectedAddresses)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want one containing %q", err, want)
 	}
@@ -90,6 +90,30 @@ func TestRulesBoundTheSelectedAddresses(t *testing.T) {
 	}
 	if fmt.Sprint(dscps) != "[10 12 16]" {
 		t.Fatalf("rules of DSCP %v kept, want [10 12 16]", dscps)
+	}
+}
+
+// Distinct selectors are resolved up to MaxSelectors for one attachment:
+// the rules past it are dropped, named, unresolved.
+func TestRulesBoundTheSelectorsResolved(t *testing.T) {
+	peers := &countingPeers{addrs: addrs(1)}
+	var objs []*ncv1.NetworkQoS
+	for o := range MaxSelectors/ncv1.MaxNetworkQoSRules + 1 {
+		objs = append(objs, nqos(fmt.Sprintf("q%03d", o), 1, func(q *ncv1.NetworkQoS) {
+			q.Spec.Egress = nil
+			for i := range ncv1.MaxNetworkQoSRules {
+				sel := &metav1.LabelSelector{MatchLabels: map[string]string{"rule": fmt.Sprint(o, "-", i)}}
+				q.Spec.Egress = append(q.Spec.Egress, ncv1.Rule{DSCP: 10, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{PodSelector: sel}}}})
+			}
+		}))
+	}
+	rules, _, err := Rules(objs, Target{Namespace: "games", Network: network.Default()}, peers)
+	if peers.calls != MaxSelectors || len(rules) != MaxSelectors {
+		t.Errorf("%d resolutions, %d rules; want %d of each", peers.calls, len(rules), MaxSelectors)
+	}
+	want := fmt.Sprintf("more than the %d distinct destination selectors netclass resolves for one attachment", MaxSelectors)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 }
 
@@ -118,5 +142,21 @@ func TestRulesLeaveOutAnInvalidRule(t *testing.T) {
 	}
 	if fmt.Sprint(dscps) != "[14 46]" {
 		t.Fatalf("rules of DSCP %v kept, want [14 46]", dscps)
+	}
+}
+
+// A NetworkQoS at the schema's bounds whose every destination selects
+// every pod of a 5,000-pod cluster, as one attachment's node compiles it.
+func BenchmarkRulesEveryPodEverywhere(b *testing.B) {
+	peers := &countingPeers{addrs: addrs(5000)}
+	obj := nqos("wide", 1, func(o *ncv1.NetworkQoS) {
+		o.Spec.Egress = nil
+		for i := range ncv1.MaxNetworkQoSRules {
+			o.Spec.Egress = append(o.Spec.Egress, everyPod(int32(i), 32))
+		}
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _, _ = Rules([]*ncv1.NetworkQoS{obj}, Target{Namespace: "games", Network: network.Default()}, peers)
 	}
 }
