@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
@@ -30,6 +31,15 @@ func addrs(n int) []netip.Addr {
 		out[i] = netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
 	}
 	return out
+}
+
+// dscpsOf lists the rules' DSCPs.
+func dscpsOf(rules []qos.Rule) string {
+	var dscps []int
+	for _, r := range rules {
+		dscps = append(dscps, *r.DSCP)
+	}
+	return fmt.Sprint(dscps)
 }
 
 // everyPod is a rule to every pod of every namespace, written k times.
@@ -84,12 +94,8 @@ func TestRulesBoundTheSelectedAddresses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want one containing %q", err, want)
 	}
-	var dscps []int
-	for _, r := range rules {
-		dscps = append(dscps, *r.DSCP)
-	}
-	if fmt.Sprint(dscps) != "[10 12 16]" {
-		t.Fatalf("rules of DSCP %v kept, want [10 12 16]", dscps)
+	if got := dscpsOf(rules); got != "[10 12 16]" {
+		t.Fatalf("rules of DSCP %s kept, want [10 12 16]", got)
 	}
 }
 
@@ -136,12 +142,8 @@ func TestRulesLeaveOutAnInvalidRule(t *testing.T) {
 			t.Errorf("error %v, want one naming %q", err, want)
 		}
 	}
-	var dscps []int
-	for _, r := range rules {
-		dscps = append(dscps, *r.DSCP)
-	}
-	if fmt.Sprint(dscps) != "[14 46]" {
-		t.Fatalf("rules of DSCP %v kept, want [14 46]", dscps)
+	if got := dscpsOf(rules); got != "[14 46]" {
+		t.Fatalf("rules of DSCP %s kept, want [14 46]", got)
 	}
 }
 
