@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,10 @@ func TestLockHoldersNeverOverlapWhileRemoving(t *testing.T) {
 					return
 				}
 				if held.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				runtime.Gosched() // a holder's work: others run meanwhile
+				if held.Load() != 1 {
 					overlaps.Add(1)
 				}
 				held.Add(-1)
