@@ -94,16 +94,9 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rul
 				errs = append(errs, err)
 				continue
 			}
-			if !keep {
-				continue
+			if keep {
+				rules = append(rules, rule)
 			}
-			// The controller reports an invalid object (Accepted=False);
-			// its rule must not fail the others' with it.
-			if err := rule.Validate(field.Path("spec.egress").Index(i)); err != nil {
-				errs = append(errs, fmt.Errorf("NetworkQoS %s/%s: %w", obj.Namespace, obj.Name, err))
-				continue
-			}
-			rules = append(rules, rule)
 		}
 	}
 	return rules, selected, errors.Join(errs...)
@@ -166,7 +159,31 @@ func wrapSel(obj *ncv1.NetworkQoS, err error) error {
 	return fmt.Errorf("NetworkQoS %s/%s: networkSelectors: %w", obj.Namespace, obj.Name, err)
 }
 
-func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolver) (qos.Rule, bool, error) {
+// compileRule compiles a rule, its destination selectors resolved to
+// addresses; keep is false for a rule whose destinations select nothing.
+func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolver) (rule qos.Rule, keep bool, err error) {
+	out := staticRule(obj, i, r)
+	// The controller reports an invalid object (Accepted=False); its rule
+	// must not fail the others' with it, nor cost their selectors' budget.
+	if err := out.Validate(field.Path("spec.egress").Index(i)); err != nil {
+		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s: %w", obj.Namespace, obj.Name, err)
+	}
+	if r.Classifier == nil || len(r.Classifier.To) == 0 {
+		return out, true, nil
+	}
+	addrs, err := res.selected(obj.Namespace, r.Classifier.To, t.Network)
+	if err != nil {
+		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
+	}
+	for _, a := range addrs {
+		out.Classifier.To = append(out.Classifier.To, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
+	}
+	return out, len(out.Classifier.To) > 0, nil
+}
+
+// staticRule is the rule without the addresses of its destination
+// selectors: its DSCP, bandwidth, ports and ipBlocks.
+func staticRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule) qos.Rule {
 	dscp := int(r.DSCP)
 	out := qos.Rule{Priority: int(obj.Spec.Priority)*ncv1.MaxNetworkQoSRules + i, DSCP: &dscp}
 	if r.Bandwidth != nil && r.Bandwidth.Rate != nil {
@@ -176,7 +193,7 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolv
 		}
 	}
 	if r.Classifier == nil {
-		return out, true, nil
+		return out
 	}
 	for _, p := range r.Classifier.Ports {
 		port := qos.Port{Protocol: string(p.Protocol)}
@@ -191,17 +208,7 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolv
 			out.Classifier.To = append(out.Classifier.To, ipBlock(to.IPBlock))
 		}
 	}
-	addrs, err := res.selected(obj.Namespace, r.Classifier.To, t.Network)
-	if err != nil {
-		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
-	}
-	for _, a := range addrs {
-		out.Classifier.To = append(out.Classifier.To, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
-	}
-	if len(r.Classifier.To) > 0 && len(out.Classifier.To) == 0 {
-		return qos.Rule{}, false, nil
-	}
-	return out, true, nil
+	return out
 }
 
 func ipBlock(b *ncv1.IPBlock) qos.Peer {

@@ -125,18 +125,23 @@ func TestRulesBoundTheSelectorsResolved(t *testing.T) {
 
 // A NetworkQoS the schema accepts but the plugins' qos block refuses (the
 // controller says Accepted=False) loses its own rule, named with its
-// field, and never fails another object's rules with it.
+// field, and never fails another object's rules with it, nor costs them
+// its selectors' resolution and addresses.
 func TestRulesLeaveOutAnInvalidRule(t *testing.T) {
 	hugeBurst, rate := int64(4_000_000_000), int64(1000)
 	bad := nqos("bad", 1, func(o *ncv1.NetworkQoS) {
 		o.Spec.Egress = []ncv1.Rule{
-			{DSCP: 10, Classifier: &ncv1.Classifier{Ports: []ncv1.Port{{}}}},
+			{DSCP: 10, Classifier: &ncv1.Classifier{Ports: []ncv1.Port{{}}, To: []ncv1.Destination{{NamespaceSelector: &metav1.LabelSelector{}}}}},
 			{DSCP: 12, Bandwidth: &ncv1.Bandwidth{Rate: &rate, Burst: &hugeBurst}},
 			{DSCP: 14},
 		}
 	})
 	good := nqos("good", 2, func(o *ncv1.NetworkQoS) { o.Spec.Egress = []ncv1.Rule{{DSCP: 46}} })
-	rules, _, err := Rules([]*ncv1.NetworkQoS{bad, good}, Target{Namespace: "games", Network: network.Default()}, nil)
+	peers := &countingPeers{addrs: addrs(MaxSelectedAddresses)}
+	rules, _, err := Rules([]*ncv1.NetworkQoS{bad, good}, Target{Namespace: "games", Network: network.Default()}, peers)
+	if peers.calls != 0 {
+		t.Errorf("the invalid rule's selector was resolved (%d calls): it costs the valid rules' budget", peers.calls)
+	}
 	for _, want := range []string{"NetworkQoS games/bad: spec.egress[0].classifier.ports[0].protocol", "NetworkQoS games/bad: spec.egress[1].bandwidth"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want one naming %q", err, want)
