@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,42 @@ func (l LockFile) Remove() error {
 		return fmt.Errorf("remove lock %s: %w", l.path(), err)
 	}
 	return nil
+}
+
+// Locks are locks held together, taken in their order: what a process
+// needs whose object the processes of several lock directories use
+// (netclass-dra's node engine, whose devices plugins with different dataDirs
+// join). A holder of one of them only cannot deadlock with it; two holders
+// of several must list the common ones in the same order.
+type Locks []LockFile
+
+// Lock takes every lock, in order, and returns their release; on an error
+// it holds none.
+func (ls Locks) Lock() (func(), error) {
+	releases := make([]func(), 0, len(ls))
+	release := func() {
+		for _, r := range slices.Backward(releases) {
+			r()
+		}
+	}
+	for _, l := range ls {
+		r, err := l.Lock()
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return release, nil
+}
+
+// Remove deletes every lock's file (see LockFile.Remove).
+func (ls Locks) Remove() error {
+	errs := make([]error, 0, len(ls))
+	for _, l := range ls {
+		errs = append(errs, l.Remove())
+	}
+	return errors.Join(errs...)
 }
 
 // Lock is LockFile{dir, name}.Lock().

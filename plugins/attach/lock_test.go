@@ -6,14 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netclass-dev/netclass/test/locktest"
 )
 
 // A waiter that opened the lock's file before its holder removed it locks
@@ -25,7 +24,7 @@ func TestLockWaiterOfARemovedFileTakesTheNewOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldIno := inode(t, l.path())
+	oldIno := locktest.Inode(t, l.path())
 	bDone := make(chan func(), 1)
 	go func() {
 		release, err := l.Lock()
@@ -36,7 +35,7 @@ func TestLockWaiterOfARemovedFileTakesTheNewOne(t *testing.T) {
 		}
 		bDone <- release
 	}()
-	waitForWaiter(t, oldIno, nil)
+	locktest.WaitForWaiter(t, oldIno, bDone, "the waiter locked a file its holder holds")
 	if err := l.Remove(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func TestLockWaiterOfARemovedFileTakesTheNewOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseA() // B takes the removed file, sees it removed, waits for C's
-	waitForWaiter(t, inode(t, l.path()), bDone)
+	locktest.WaitForWaiter(t, locktest.Inode(t, l.path()), bDone, "the waiter holds a lock while another process holds the file its path names")
 	releaseC()
 	release, ok := <-bDone
 	if !ok {
@@ -113,54 +112,53 @@ func TestLockRemoveOfAMissingOrUnnamedLock(t *testing.T) {
 	}
 }
 
-func inode(t *testing.T, p string) uint64 {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
+// Locks are taken in order; one that cannot be taken leaves none held, and
+// Remove deletes every file.
+func TestLocksTakeAllOrNone(t *testing.T) {
+	a, b := LockFile{Dir: t.TempDir(), Name: "vxlan-7"}, LockFile{Dir: t.TempDir(), Name: "vxlan-7"}
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return st.Ino
-}
-
-// waitForWaiter waits until /proc/locks shows a process blocked on an
-// flock of the file with inode ino; done receiving first (the waiter took
-// a lock it should be waiting for) fails the test.
-func waitForWaiter(t *testing.T, ino uint64, done <-chan func()) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !blockedOn(t, ino) {
-		select {
-		case release, ok := <-done:
-			if ok {
-				release()
-			}
-			t.Fatal("the waiter holds a lock while another process holds the file its path names")
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no process waits for the lock of inode %d", ino)
-		}
-		time.Sleep(time.Millisecond) // polling the kernel's lock table
+	if _, err := (Locks{a, {Dir: blocked, Name: "vxlan-7"}}).Lock(); err == nil {
+		t.Fatal("a lock under a file was taken")
 	}
-}
-
-// blockedOn reads /proc/locks for a blocked FLOCK ("N: -> FLOCK ...") on
-// inode ino (its field "major:minor:inode").
-func blockedOn(t *testing.T, ino uint64) bool {
-	t.Helper()
-	b, err := os.ReadFile("/proc/locks")
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Fatal("no /proc/locks: the test reads waiters there")
+	if !free(t, a.path()) {
+		t.Fatal("the first lock is still held after the second failed")
 	}
+	release, err := Locks{a, b}.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	suffix := ":" + strconv.FormatUint(ino, 10)
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) >= 7 && f[1] == "->" && f[2] == "FLOCK" && strings.HasSuffix(f[6], suffix) {
-			return true
+	if free(t, a.path()) || free(t, b.path()) {
+		t.Fatal("a lock of the set is not held")
+	}
+	if err := (Locks{a, b}).Remove(); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	for _, p := range []string{a.path(), b.path()} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after Remove: %v", p, err)
 		}
 	}
-	return false
+}
+
+// free reports whether nobody holds the flock of the file at p.
+func free(t *testing.T, p string) bool {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	switch err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
+	case err == nil:
+		return true // closing the file releases it
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return false
+	default:
+		t.Fatal(err)
+		return false
+	}
 }

@@ -5,7 +5,7 @@
 // creates them and the DEL of their last pod removes them, unless
 // netclass-dra manages them (link.NodeOwnerAlias): their lifetime is then
 // the node daemon's, which removes them once their network is gone and no
-// pod is left on the bridge. Callers hold the segment's lock, whose file goes
+// pod is left on the bridge. Callers hold the segment's locks, whose files go
 // with the devices.
 package segment
 
@@ -20,12 +20,13 @@ import (
 )
 
 // Devices are a segment's bridge and uplink on this node, the network that
-// owns them, and the lock that serialises their users.
+// owns them, and the locks that serialise their users: a plugin's in its
+// dataDir; the node daemon's in each dataDir of the plugins it runs.
 type Devices struct {
 	Bridge  string
 	Uplink  string
 	Network string
-	Lock    attach.LockFile
+	Locks   attach.Locks
 }
 
 // RemoveIfUnused deletes the bridge and its uplink once no pod is a port of
@@ -46,7 +47,7 @@ func (d Devices) remove(managed bool) error {
 			return nil // still there (or unreadable): its users still lock
 		}
 	}
-	return d.Lock.Remove()
+	return d.Locks.Remove()
 }
 
 func (d Devices) removeDevices(managed bool) error {

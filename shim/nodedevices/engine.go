@@ -8,13 +8,15 @@
 // whose master is inside the pod) the VLAN's sub-interface of master and
 // bridge. It removes the devices of a network that is no longer offered
 // once no pod uses them. The kernel work goes through plugins/vxlan/vni and
-// plugins/vlan/trunk, under the same per-segment locks as the plugins.
+// plugins/vlan/trunk, under the same per-segment locks as the plugins: the
+// segment's lock in every dataDir whose plugins join its devices.
 package nodedevices
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -22,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/conf/netconf"
+	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/segment"
 	"github.com/netclass-dev/netclass/plugins/vlan/trunk"
@@ -31,9 +34,12 @@ import (
 
 // Engine keeps the node's devices in line with the networks offered on it.
 type Engine struct {
-	// DataDir is the dataDir of the plugin configs netclass-dra renders:
-	// the per-segment locks the plugins take live there.
-	DataDir string
+	// DataDirs are the dataDirs of the plugin configs netclass-dra renders
+	// (its claims' and its generated NADs'): the plugins of each take a
+	// segment's lock there, so the engine takes it in every one, in this
+	// order (a plugin holds one only: they cannot deadlock), and removes
+	// every one's file with the devices.
+	DataDirs []string
 }
 
 // Result is what one Sync found and did.
@@ -77,23 +83,37 @@ func (e *Engine) ensure(n network.Network) (*segment.Devices, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.DataDir = e.DataDir
 		d := vni.Devices(c)
-		return &d, e.ensureVXLAN(c)
+		d.Locks = e.locks(func(dir string) attach.LockFile { return vni.LockFile(dir, c.VNI) })
+		return &d, ensureVXLAN(c, d.Locks)
 	case netconf.TypeVLAN:
 		c, err := netconf.ParseVLAN(n.Config)
 		if err != nil || c.LinkInContainer {
 			return nil, err
 		}
-		c.DataDir = e.DataDir
 		d := trunk.Devices(c)
-		return &d, e.ensureVLAN(c)
+		d.Locks = e.locks(func(dir string) attach.LockFile { return trunk.BridgeLock(dir, d.Bridge) })
+		return &d, ensureVLAN(c, d.Locks)
 	}
 	return nil, nil
 }
 
-func (e *Engine) ensureVXLAN(c *netconf.VXLAN) error {
-	unlock, err := vni.Lock(c)
+// locks is a segment's lock in each of the engine's dataDirs, in order,
+// once each (a second flock of one file by its holder would wait forever).
+func (e *Engine) locks(in func(dataDir string) attach.LockFile) attach.Locks {
+	ls := make(attach.Locks, 0, len(e.DataDirs))
+	seen := map[string]bool{}
+	for _, dir := range e.DataDirs {
+		if dir = filepath.Clean(dir); !seen[dir] {
+			seen[dir] = true
+			ls = append(ls, in(dir))
+		}
+	}
+	return ls
+}
+
+func ensureVXLAN(c *netconf.VXLAN, locks attach.Locks) error {
+	unlock, err := locks.Lock()
 	if err != nil {
 		return err
 	}
@@ -111,8 +131,8 @@ func (e *Engine) ensureVXLAN(c *netconf.VXLAN) error {
 	return vni.SyncFlood(c)
 }
 
-func (e *Engine) ensureVLAN(c *netconf.VLAN) error {
-	unlock, err := trunk.Lock(c)
+func ensureVLAN(c *netconf.VLAN, locks attach.Locks) error {
+	unlock, err := locks.Lock()
 	if err != nil {
 		return err
 	}
@@ -156,7 +176,7 @@ func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]
 
 // remove deletes the segment's devices if unused; gone says whether they are gone.
 func remove(d segment.Devices) (bool, error) {
-	unlock, err := d.Lock.Lock()
+	unlock, err := d.Locks.Lock()
 	if err != nil {
 		return false, err
 	}
@@ -169,7 +189,7 @@ func remove(d segment.Devices) (bool, error) {
 }
 
 // segmentOf reads, from a node-managed device's name, the segment it belongs
-// to, with the lock the plugins take for it.
+// to, with the locks the plugins take for it.
 func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, bool) {
 	name, owner := l.Attrs().Name, link.NodeManagedOwner(l)
 	for _, prefix := range []string{"ncbr", "ncvx"} {
@@ -178,13 +198,15 @@ func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, bool) {
 			if err != nil || id <= 0 || id > netconf.MaxVNI {
 				return segment.Devices{}, false
 			}
-			c := &netconf.VXLAN{Common: netconf.Common{Name: owner, DataDir: e.DataDir}, VNI: id}
-			return vni.Devices(c), true
+			d := vni.Devices(&netconf.VXLAN{Common: netconf.Common{Name: owner}, VNI: id})
+			d.Locks = e.locks(func(dir string) attach.LockFile { return vni.LockFile(dir, id) })
+			return d, true
 		}
 	}
 	bridge, uplink, ok := netconf.VLANDevicesOf(name)
 	if !ok {
 		return segment.Devices{}, false
 	}
-	return segment.Devices{Bridge: bridge, Uplink: uplink, Network: owner, Lock: trunk.BridgeLock(e.DataDir, bridge)}, true
+	locks := e.locks(func(dir string) attach.LockFile { return trunk.BridgeLock(dir, bridge) })
+	return segment.Devices{Bridge: bridge, Uplink: uplink, Network: owner, Locks: locks}, true
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
+	"github.com/netclass-dev/netclass/plugins/vxlan/vni"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/nodedevices"
+	"github.com/netclass-dev/netclass/test/locktest"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
 
@@ -91,8 +93,8 @@ func sync(t *testing.T, ns *nstest.NS, e *nodedevices.Engine, nets ...network.Ne
 // with the last pod.
 func TestEngineFollowsTheCluster(t *testing.T) {
 	ns := node(t)
-	e := &nodedevices.Engine{DataDir: t.TempDir()}
-	lock := filepath.Join(e.DataDir, "locks", "vxlan-4100.lock")
+	e := &nodedevices.Engine{DataDirs: []string{t.TempDir(), t.TempDir()}} // the claims', the NADs'
+	locks := lockFiles(e, "vxlan-4100")
 	res, err := sync(t, ns, e, vxlanNet("blue", 4100, "10.77.0.2", "10.77.0.3"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +133,10 @@ func TestEngineFollowsTheCluster(t *testing.T) {
 	if !ns.HasLink(t, "ncvx4100") || !ns.HasLink(t, "ncbr4100") {
 		t.Fatal("devices removed while a pod uses them")
 	}
-	if _, err := os.Stat(lock); err != nil {
-		t.Fatalf("the VNI's lock while its devices stay: %v", err)
+	for _, lock := range locks {
+		if _, err := os.Stat(lock); err != nil {
+			t.Fatalf("the VNI's lock while its devices stay: %v", err)
+		}
 	}
 	ns.Do(t, func() error { return link.Delete("pod0") })
 	res, err = sync(t, ns, e)
@@ -142,8 +146,60 @@ func TestEngineFollowsTheCluster(t *testing.T) {
 	if ns.HasLink(t, "ncvx4100") || ns.HasLink(t, "ncbr4100") || len(res.Removed) != 2 {
 		t.Fatalf("devices of a network that is gone, with no pod left: still there (removed %v)", res.Removed)
 	}
-	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the VNI's lock file outlived its devices: %v", err)
+	for _, lock := range locks {
+		if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the VNI's lock file outlived its devices: %v", err)
+		}
+	}
+}
+
+// lockFiles are the paths of the lock name in each of e's dataDirs.
+func lockFiles(e *nodedevices.Engine, name string) []string {
+	var out []string
+	for _, dir := range e.DataDirs {
+		out = append(out, filepath.Join(dir, "locks", name+".lock"))
+	}
+	return out
+}
+
+// TestEngineWaitsForEveryDataDirsPlugins: the devices of a network that
+// went are not removed while a plugin of the second dataDir (a generated
+// NAD's, joining them for a Multus pod) holds the segment's lock there; they
+// go once it is released, with the lock files of both dataDirs.
+func TestEngineWaitsForEveryDataDirsPlugins(t *testing.T) {
+	ns := node(t)
+	claims, nads := t.TempDir(), t.TempDir()
+	e := &nodedevices.Engine{DataDirs: []string{claims, nads}}
+	if _, err := sync(t, ns, e, vxlanNet("blue", 4500, "10.77.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	release, err := vni.LockFile(nads, 4500).Lock() // a NAD plugin's ADD or DEL
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- ns.Run(func() error {
+			_, err := e.Sync(context.Background(), nil) // blue is gone
+			return err
+		})
+	}()
+	locks := lockFiles(e, "vxlan-4500")
+	locktest.WaitForWaiter(t, locktest.Inode(t, locks[1]), done, "the engine went on while a NAD plugin held the VNI's lock")
+	if !ns.HasLink(t, "ncbr4500") || !ns.HasLink(t, "ncvx4500") {
+		t.Fatal("the engine removed the devices while a NAD plugin held the VNI's lock")
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ns.HasLink(t, "ncbr4500") || ns.HasLink(t, "ncvx4500") {
+		t.Fatal("the devices of a network that went stay after the plugin's lock was released")
+	}
+	for _, lock := range locks {
+		if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("lock file %s outlived its devices: %v", lock, err)
+		}
 	}
 }
 
@@ -152,7 +208,7 @@ func TestEngineFollowsTheCluster(t *testing.T) {
 // the same network is adopted; devices it does not manage are never removed.
 func TestEngineNeverTakesAnotherNetworksDevices(t *testing.T) {
 	ns := node(t)
-	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}}
 	ns.Do(t, func() error {
 		_, err := link.EnsureBridge(link.BridgeSpec{Name: "ncbr4200", Owner: "red"})
 		return err
@@ -189,7 +245,7 @@ func TestEngineNeverTakesAnotherNetworksDevices(t *testing.T) {
 // one an older netclass made without it is brought to it in place.
 func TestEngineGivesTheTunnelItsTOS(t *testing.T) {
 	ns := node(t)
-	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}}
 	tos := func() int {
 		t.Helper()
 		vx, ok := ns.Link(t, "ncvx4400").(*netlink.Vxlan)

@@ -38,7 +38,7 @@ func vlanNet(name string, id int, extra string) network.Network {
 func TestEngineSetsUpVLANs(t *testing.T) {
 	guest.Require(t, guest.VLAN)
 	ns := node(t)
-	e := &nodedevices.Engine{DataDir: t.TempDir()}
+	e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}}
 	c := netconf.VLAN{Master: "ul0", VLANID: 100}
 	br, dev := c.BridgeName(), c.DeviceName()
 	res, err := sync(t, ns, e, vlanNet("blue", 100, ""), vlanNet("inpod", 200, `,"linkInContainer":true`))

@@ -60,7 +60,7 @@ func (u Uplink) Spec(c *netconf.VLAN, bridgeIndex int) link.UplinkVLANSpec {
 
 // Devices are the VLAN's bridge and sub-interface on this node.
 func Devices(c *netconf.VLAN) segment.Devices {
-	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name, Lock: BridgeLock(c.DataDir, c.BridgeName())}
+	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name, Locks: attach.Locks{BridgeLock(c.DataDir, c.BridgeName())}}
 }
 
 // Ensure creates (or finds, verifying their settings) the VLAN's bridge and

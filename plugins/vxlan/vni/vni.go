@@ -27,11 +27,11 @@ import (
 
 // Lock serialises everything that creates, joins or removes the VNI's
 // devices on this host.
-func Lock(c *netconf.VXLAN) (func(), error) { return lockFile(c).Lock() }
+func Lock(c *netconf.VXLAN) (func(), error) { return LockFile(c.DataDir, c.VNI).Lock() }
 
-// lockFile is the VNI's lock, removed with its devices.
-func lockFile(c *netconf.VXLAN) attach.LockFile {
-	return attach.LockFile{Dir: c.DataDir, Name: fmt.Sprintf("vxlan-%d", c.VNI)}
+// LockFile is the lock of VNI id in dataDir, removed with its devices.
+func LockFile(dataDir string, id int) attach.LockFile {
+	return attach.LockFile{Dir: dataDir, Name: fmt.Sprintf("vxlan-%d", id)}
 }
 
 // Underlay is where the tunnel runs: the master device (or the device
@@ -163,7 +163,7 @@ func SyncFlood(c *netconf.VXLAN) error {
 
 // Devices are the VNI's bridge and VXLAN device on this node.
 func Devices(c *netconf.VXLAN) segment.Devices {
-	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name, Lock: lockFile(c)}
+	return segment.Devices{Bridge: c.BridgeName(), Uplink: c.DeviceName(), Network: c.Name, Locks: attach.Locks{LockFile(c.DataDir, c.VNI)}}
 }
 
 // RemoveIfUnused deletes the VNI's bridge and VXLAN device once no pod is a
