@@ -40,7 +40,7 @@ const byClusterNetwork = "clusterNetworkName"
 type Controller struct {
 	client          ncclient.Interface
 	networks        nclisters.NetworkLister
-	byCluster       cache.Indexer
+	byCluster       cache.Indexer // the Network informer's, with byClusterNetwork and segment.ByID
 	clusterNetworks nclisters.ClusterNetworkLister
 	podNetworks     mnlisters.PodNetworkLister
 	recorder        record.EventRecorder
@@ -57,6 +57,9 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 	if err := netInf.Informer().AddIndexers(cache.Indexers{byClusterNetwork: indexNetwork}); err != nil {
 		return nil, fmt.Errorf("network controller: add network index: %w", err)
 	}
+	if err := segment.AddIndex(netInf.Informer()); err != nil {
+		return nil, fmt.Errorf("network controller: %w", err)
+	}
 	c := &Controller{
 		client:          client,
 		networks:        netInf.Lister(),
@@ -71,7 +74,7 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 		handler cache.ResourceEventHandler
 	}{
 		// A network object changing or going may settle a segment conflict of others.
-		{netInf.Informer(), worker.MapHandler(c.siblingKeys, c.queue)},
+		{netInf.Informer(), worker.MapHandler(c.networkKeys, c.queue)},
 		{cnInf.Informer(), worker.MapHandler(c.clusterKeys, c.queue)},
 		{pnInf.Informer(), worker.MapHandler(c.podNetworkKeys, c.queue)},
 	} {
@@ -100,14 +103,16 @@ func (c *Controller) keysOf(cn string) []string {
 	return keys
 }
 
-func (c *Controller) siblingKeys(obj any) []string {
+// networkKeys: a Network and the Networks its segment (old or new) overlaps,
+// whose conflict it may start or settle; never the other Networks of its
+// ClusterNetwork (a tenant's edit would cost a reconcile of each).
+func (c *Controller) networkKeys(obj any) []string {
 	n, ok := obj.(*netclassv1alpha1.Network)
 	if !ok {
 		return nil
 	}
 	cn, _ := c.clusterNetworks.Get(n.Spec.ClusterNetworkName)
-	keys := append(c.keysOf(n.Spec.ClusterNetworkName), n.Namespace+"/"+n.Name)
-	return append(keys, c.overlapping(netspec.NetworkHolder(n, cn).Segment)...)
+	return append(c.overlapping(netspec.NetworkHolder(n, cn).Segment), n.Namespace+"/"+n.Name)
 }
 
 func (c *Controller) podNetworkKeys(obj any) []string {
@@ -119,25 +124,21 @@ func (c *Controller) podNetworkKeys(obj any) []string {
 
 // overlapping returns the keys of the Networks whose segment overlaps seg.
 func (c *Controller) overlapping(seg netspec.Segment) []string {
-	if seg.Kind == "" {
-		return nil
-	}
-	holders, err := c.holders()
+	holders, err := c.segments().Overlapping(seg)
 	if err != nil {
 		return nil
 	}
 	var keys []string
 	for _, h := range holders {
-		if h.Kind == "Network" && h.Segment.Overlaps(seg) {
+		if h.Kind == "Network" {
 			keys = append(keys, h.Namespace+"/"+h.Name)
 		}
 	}
 	return keys
 }
 
-// holders lists every object that may hold a segment.
-func (c *Controller) holders() ([]netspec.Holder, error) {
-	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networks, ClusterNetworks: c.clusterNetworks}.Holders()
+func (c *Controller) segments() segment.Listers {
+	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.byCluster, ClusterNetworks: c.clusterNetworks}
 }
 
 func (c *Controller) clusterKeys(obj any) []string {
@@ -180,7 +181,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if apierrors.IsNotFound(err) {
 		cn = nil
 	}
-	holders, err := c.holders()
+	holders, err := c.segments().Overlapping(netspec.NetworkHolder(net, cn).Segment)
 	if err != nil {
 		return worker.Result{}, err
 	}

@@ -50,15 +50,15 @@ const (
 
 // Controller is the PodNetwork reconciler.
 type Controller struct {
-	client      ncclient.Interface
-	podNetworks mnlisters.PodNetworkLister
-	networks    nclisters.NetworkLister
-	clusterNets nclisters.ClusterNetworkLister
-	claims      resourcelisters.ResourceClaimLister
-	slices      resourcelisters.ResourceSliceLister
-	recorder    record.EventRecorder
-	queue       *worker.Queue
-	synced      []cache.InformerSynced
+	client       ncclient.Interface
+	podNetworks  mnlisters.PodNetworkLister
+	networkIndex cache.Indexer // the Network informer's, with segment.ByID
+	clusterNets  nclisters.ClusterNetworkLister
+	claims       resourcelisters.ResourceClaimLister
+	slices       resourcelisters.ResourceSliceLister
+	recorder     record.EventRecorder
+	queue        *worker.Queue
+	synced       []cache.InformerSynced
 }
 
 // New wires the controller to the informers it reads (PodNetworks, ResourceClaims,
@@ -69,14 +69,17 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
 	claimInf := kube.Resource().V1().ResourceClaims()
 	sliceInf := kube.Resource().V1().ResourceSlices()
+	if err := segment.AddIndex(netInf.Informer()); err != nil {
+		return nil, fmt.Errorf("podnetwork controller: %w", err)
+	}
 	c := &Controller{
-		client:      client,
-		podNetworks: pnInf.Lister(),
-		networks:    netInf.Lister(),
-		clusterNets: cnInf.Lister(),
-		claims:      claimInf.Lister(),
-		slices:      sliceInf.Lister(),
-		recorder:    recorder,
+		client:       client,
+		podNetworks:  pnInf.Lister(),
+		networkIndex: netInf.Informer().GetIndexer(),
+		clusterNets:  cnInf.Lister(),
+		claims:       claimInf.Lister(),
+		slices:       sliceInf.Lister(),
+		recorder:     recorder,
 	}
 	c.queue = worker.New(Name, c.Reconcile)
 	for _, h := range []struct {
@@ -166,9 +169,8 @@ func (c *Controller) overlapping(seg netspec.Segment) []string {
 	return keys
 }
 
-// holders lists every object that may hold a segment.
-func (c *Controller) holders() ([]netspec.Holder, error) {
-	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networks, ClusterNetworks: c.clusterNets}.Holders()
+func (c *Controller) segments() segment.Listers {
+	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networkIndex, ClusterNetworks: c.clusterNets}
 }
 
 // sliceKeys: the PodNetworks the slice's netclass.dev devices name.
@@ -223,7 +225,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 			return worker.Result{}, err
 		}
 	}
-	holders, err := c.holders()
+	holders, err := c.segments().Overlapping(netspec.PodNetworkHolder(pn).Segment)
 	if err != nil {
 		return worker.Result{}, err
 	}

@@ -1,37 +1,98 @@
-// Package segment reads, from the controllers' informer caches, every network
-// object that may hold a layer-2 segment (conf/netspec decides the owner).
+// Package segment reads, from the controllers' informer caches, the network
+// objects that may hold a layer-2 segment (conf/netspec decides the owner).
+// Tenants may create Networks by the ten thousand, so the Networks of one
+// segment are found through an index of the segment IDs they name, never by
+// listing them all: deciding a network's owner, or which networks an edit
+// concerns, costs the objects of its segment only.
 package segment
 
 import (
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
 )
 
-// Listers are the caches segment holders come from.
+// ByID is the Network informer's index of the segment IDs a Network names
+// (its VNI, its VLAN ID), whatever its ClusterNetwork makes of them.
+const ByID = "segmentID"
+
+// AddIndex adds ByID to the Network informer, unless another controller
+// sharing the informer did.
+func AddIndex(inf cache.SharedIndexInformer) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[ByID]; ok {
+		return nil
+	}
+	if err := inf.AddIndexers(cache.Indexers{ByID: IndexID}); err != nil {
+		return fmt.Errorf("add network index %s: %w", ByID, err)
+	}
+	return nil
+}
+
+// IndexID is ByID's index function.
+func IndexID(obj any) ([]string, error) {
+	n, ok := obj.(*ncv1.Network)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	if n.Spec.VNI != nil {
+		keys = append(keys, idKey(netspec.SegmentVXLAN, int(*n.Spec.VNI)))
+	}
+	if n.Spec.VLANID != nil {
+		keys = append(keys, idKey(netspec.SegmentVLAN, int(*n.Spec.VLANID)))
+	}
+	return keys, nil
+}
+
+func idKey(kind string, id int) string { return kind + "/" + strconv.Itoa(id) }
+
+// Listers are the caches segment holders come from; Networks is the Network
+// informer's indexer, with ByID (AddIndex).
 type Listers struct {
 	PodNetworks     mnlisters.PodNetworkLister
-	Networks        nclisters.NetworkLister
+	Networks        cache.Indexer
 	ClusterNetworks nclisters.ClusterNetworkLister
 }
 
-// Holders lists every object that may hold a segment.
-func (l Listers) Holders() ([]netspec.Holder, error) {
+// Overlapping lists the objects whose segment overlaps seg: netspec.Owner
+// over them answers as over every holder. PodNetworks, cluster-scoped (an
+// admin's), are all read; Networks only if they name seg's ID.
+func (l Listers) Overlapping(seg netspec.Segment) ([]netspec.Holder, error) {
+	if seg.Kind == "" {
+		return nil, nil
+	}
 	pns, err := l.PodNetworks.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list podnetworks: %w", err)
 	}
-	nets, err := l.Networks.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list networks: %w", err)
+	var nets []*ncv1.Network
+	if seg.Kind == netspec.SegmentVXLAN || seg.Kind == netspec.SegmentVLAN {
+		objs, err := l.Networks.ByIndex(ByID, idKey(seg.Kind, seg.ID))
+		if err != nil {
+			return nil, fmt.Errorf("networks of %s: %w", seg, err)
+		}
+		for _, o := range objs {
+			if n, ok := o.(*ncv1.Network); ok {
+				nets = append(nets, n)
+			}
+		}
 	}
 	cns, err := l.ClusterNetworks.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list clusternetworks: %w", err)
 	}
-	return netspec.Holders(pns, nets, cns), nil
+	var out []netspec.Holder
+	for _, h := range netspec.Holders(pns, nets, cns) {
+		if h.Segment.Overlaps(seg) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,42 @@
+package network
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/controller/internal/harness"
+)
+
+// A Network's event queues the Networks its segment overlaps (on any
+// ClusterNetwork) and itself, never the other Networks of its
+// ClusterNetwork: a tenant's edit must not cost a reconcile of each of the
+// thousands a shared ClusterNetwork may have.
+func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
+	vni := func(v int32) *int32 { return &v }
+	cn := func(name string) *ncv1.ClusterNetwork {
+		return &ncv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: ncv1.ClusterNetworkSpec{Type: ncv1.NetworkTypeVXLAN}}
+	}
+	net := func(ns, name, cn string, id int32) *ncv1.Network {
+		return &ncv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: ncv1.NetworkSpec{ClusterNetworkName: cn, VNI: vni(id)}}
+	}
+	mine := net("t1", "mine", "overlay", 10)
+	env := harness.New(t, nil, []runtime.Object{cn("overlay"), cn("overlay2"), mine,
+		net("t2", "same-vni", "overlay", 10), net("t3", "same-vni-elsewhere", "overlay2", 10),
+		net("t2", "sibling", "overlay", 11), net("t1", "sibling2", "overlay", 12)})
+	c, err := New(env.NC, env.NCInf, env.Recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Start(t, c.HasSynced)
+	got := c.networkKeys(mine)
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if want := []string{"t1/mine", "t2/same-vni", "t3/same-vni-elsewhere"}; !slices.Equal(got, want) {
+		t.Fatalf("an event of t1/mine queues %v, want %v", got, want)
+	}
+}
