@@ -206,9 +206,10 @@ type Bandwidth struct {
 	// +optional
 	Rate *int64 `json:"rate,omitempty"`
 
-	// burst is the burst size in kilobits. It needs rate.
+	// burst is the burst size in kilobits. It needs rate. At most 34359738:
+	// the kernel meter holds a burst of at most 2^32-1 bytes.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=4294967295
+	// +kubebuilder:validation:Maximum=34359738
 	// +optional
 	Burst *int64 `json:"burst,omitempty"`
 }
@@ -227,6 +228,7 @@ const (
 // Port specifies a destination protocol and port.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || has(self.protocol)",message="port needs protocol to be specified"
+// +kubebuilder:validation:XValidation:rule="has(self.port) || has(self.protocol)",message="a port entry needs protocol (an empty one matches nothing)"
 type Port struct {
 	// protocol (TCP, UDP, SCTP) the traffic must match.
 	// +optional

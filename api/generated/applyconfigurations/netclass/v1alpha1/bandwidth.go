@@ -13,7 +13,8 @@ package v1alpha1
 type BandwidthApplyConfiguration struct {
 	// rate is the rate limit in kbps.
 	Rate *int64 `json:"rate,omitempty"`
-	// burst is the burst size in kilobits. It needs rate.
+	// burst is the burst size in kilobits. It needs rate. At most 34359738:
+	// the kernel meter holds a burst of at most 2^32-1 bytes.
 	Burst *int64 `json:"burst,omitempty"`
 }
 
