@@ -22,6 +22,7 @@ import (
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
+	"github.com/netclass-dev/netclass/shim/render"
 )
 
 var blue = attachment.NetworkRef{Class: "c", Group: "multinetwork.k8s.io", Version: "v1", Kind: "PodNetwork", Name: "blue"}
@@ -245,6 +246,42 @@ func TestPeersFollowTheSelectedPods(t *testing.T) {
 	if got := rulesOf(t, f.kernel, "/ns/a/net1"); len(got) != 0 {
 		t.Errorf("the rule of a peer that went still applies: %v", got)
 	}
+}
+
+// A destination the rules of many attachments name is resolved once per
+// sync, not once per attachment; the next sync resolves it again (what a
+// sync remembers never goes stale).
+func TestASyncResolvesEachDestinationOnce(t *testing.T) {
+	f := newFixture()
+	f.pods["b"] = map[string]string{"app": "web"} // both pods selected
+	*f.peers = []netip.Addr{netip.MustParseAddr("10.0.0.7")}
+	counted := &countingPeers{inner: f.peers}
+	f.agent = New(f.claims, f.networks, f.policies, f.pods, counted, f.kernel.sync)
+	f.policies["t1"] = []*ncv1.NetworkQoS{webQoS(46, ncv1.Destination{PodSelector: &metav1.LabelSelector{}})}
+	for sync := 1; sync <= 2; sync++ {
+		if err := Errors(f.agent.Sync(context.Background())); err != nil {
+			t.Fatal(err)
+		}
+		if counted.n != sync {
+			t.Fatalf("after sync %d of two attachments naming one destination: %d resolutions, want %d", sync, counted.n, sync)
+		}
+	}
+	for _, key := range []string{"/ns/a/net1", "/ns/b/net1"} {
+		if p := f.kernel.plans[key]; len(p.Rules) != 1 || len(p.Rules[0].V4) != 1 {
+			t.Errorf("%s holds %+v, want the rule to 10.0.0.7", key, p.Rules)
+		}
+	}
+}
+
+// countingPeers counts the resolutions that reach inner.
+type countingPeers struct {
+	inner render.Peers
+	n     int
+}
+
+func (c *countingPeers) Addresses(ns string, to ncv1.Destination, net network.Network) ([]netip.Addr, error) {
+	c.n++
+	return c.inner.Addresses(ns, to, net)
 }
 
 func TestFailedSyncIsRetriedAndReported(t *testing.T) {

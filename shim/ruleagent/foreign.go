@@ -10,7 +10,6 @@ import (
 
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
-	"github.com/netclass-dev/netclass/shim/netpolicy"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/render"
 )
@@ -92,7 +91,7 @@ func foreignKey(f ForeignAttachment) string {
 // set), their QoS only while a NetworkQoS selects them or the agent
 // changed it (otherwise the plugin's own stays as it is); none for an
 // Unnamed one, which keeps what it holds.
-func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs []Outcome, todo []pending) {
+func (a *Agent) planForeign(res resolvers, seen map[string]bool) (outs []Outcome, todo []pending) {
 	if a.Foreign == nil {
 		return nil, nil
 	}
@@ -115,8 +114,8 @@ func (a *Agent) planForeign(peers netpolicy.Peers, seen map[string]bool) (outs [
 		if a.NADs != nil {
 			target.NAD = a.NADs.NAD(f.NAD.Namespace, f.NAD.Name)
 		}
-		p.qos = a.foreignQoS(f, target, key, &p.out)
-		outs, todo = a.file(p, pod, net, peers, outs, todo)
+		p.qos = a.foreignQoS(f, target, key, res.qos, &p.out)
+		outs, todo = a.file(p, pod, net, res.pol, outs, todo)
 	}
 	return outs, todo
 }
@@ -140,7 +139,7 @@ func (a *Agent) heldOutcome(f ForeignAttachment, key string) Outcome {
 
 // foreignQoS is the attachment's QoS plan to sync (nil: none, or it holds
 // it already).
-func (a *Agent) foreignQoS(f ForeignAttachment, target render.Target, key string, out *Outcome) *qos.Plan {
+func (a *Agent) foreignQoS(f ForeignAttachment, target render.Target, key string, peers render.Peers, out *Outcome) *qos.Plan {
 	a.mu.Lock()
 	_, held := a.applied[key]
 	a.mu.Unlock()
@@ -151,7 +150,7 @@ func (a *Agent) foreignQoS(f ForeignAttachment, target render.Target, key string
 		}
 		return nil
 	}
-	plan := a.plan(&checkpoint.Device{QoS: &checkpoint.DeviceQoS{Base: f.Base}}, target, out)
+	plan := a.plan(&checkpoint.Device{QoS: &checkpoint.DeviceQoS{Base: f.Base}}, target, peers, out)
 	if plan == nil || (len(out.Selected) == 0 && !held) || a.holds(key, plan) {
 		return nil
 	}

@@ -33,21 +33,21 @@ func (a *Agent) Sync(ctx context.Context) []Outcome {
 	var outs []Outcome
 	var todo []pending
 	seen := map[string]bool{}
-	var peers netpolicy.Peers // what this sync resolved, each selector once
+	res := resolvers{qos: render.Memo(a.peers)} // what this sync resolved, each selector once
 	if a.NetPol != nil {
-		peers = netpolicy.Memo(a.NetPol.Peers)
+		res.pol = netpolicy.Memo(a.NetPol.Peers)
 	}
 	for _, c := range a.claims.Claims() {
 		for i := range c.Devices {
-			outs, todo = a.planDevice(c, &c.Devices[i], peers, seen, outs, todo)
+			outs, todo = a.planDevice(c, &c.Devices[i], res, seen, outs, todo)
 		}
 	}
-	fouts, ftodo := a.planForeign(peers, seen)
+	fouts, ftodo := a.planForeign(res, seen)
 	a.forgetUnseen(seen)
 	a.removeGoneForeign(ctx, seen)
 	outs = append(outs, a.apply(ctx, todo)...)
 	outs = append(append(outs, fouts...), a.applyForeign(ftodo)...)
-	outs = append(outs, a.syncPrimary(ctx)...)
+	outs = append(outs, a.syncPrimary(ctx, res.qos)...)
 	a.tidy(ctx)
 	slices.SortFunc(outs, func(x, y Outcome) int {
 		return cmp.Or(cmp.Compare(x.Pod.String(), y.Pod.String()), cmp.Compare(x.IfName, y.IfName))
@@ -73,6 +73,13 @@ func (a *Agent) tidy(ctx context.Context) {
 	}
 }
 
+// resolvers resolve the selectors of one sync, each once: NetworkPolicy
+// peers to endpoints, NetworkQoS destinations to addresses.
+type resolvers struct {
+	pol netpolicy.Peers
+	qos render.Peers
+}
+
 // pending is an attachment whose plans it may not hold yet.
 type pending struct {
 	claim  types.UID
@@ -91,7 +98,7 @@ func (p pending) qosItem() Item { return Item{PodNS: p.at.NetNS, IfName: p.at.If
 // network is no longer offered, is left as it is; the policy of every
 // attachment is kept current whatever becomes of its network (a withdrawn
 // network's pods still run, and a policy's revocations reach them).
-func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, peers netpolicy.Peers, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
+func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, res resolvers, seen map[string]bool, outs []Outcome, todo []pending) ([]Outcome, []pending) {
 	net, offered := a.networkOf(d)
 	for _, at := range d.Attachments {
 		ref, ok := podOf(c, at.PodUID)
@@ -111,11 +118,11 @@ func (a *Agent) planDevice(c *checkpoint.Claim, d *checkpoint.Device, peers netp
 			if a.NADs != nil {
 				target.NAD = a.NADs.Generated(ref.Namespace, net)
 			}
-			if p.qos = a.plan(d, target, &p.out); p.qos != nil && a.holds(key, p.qos) {
+			if p.qos = a.plan(d, target, res.qos, &p.out); p.qos != nil && a.holds(key, p.qos) {
 				p.qos = nil
 			}
 		}
-		outs, todo = a.file(p, pod, net, peers, outs, todo)
+		outs, todo = a.file(p, pod, net, res.pol, outs, todo)
 	}
 	return outs, todo
 }
@@ -233,14 +240,14 @@ func (a *Agent) holdsPolicy(key string, plan *netpol.Plan) bool {
 
 // plan computes the attachment's plan, recording in out what selects it
 // and what went wrong (nil: no plan can be applied).
-func (a *Agent) plan(d *checkpoint.Device, target render.Target, out *Outcome) *qos.Plan {
+func (a *Agent) plan(d *checkpoint.Device, target render.Target, peers render.Peers, out *Outcome) *qos.Plan {
 	objs, err := a.policies.NetworkQoS(target.Namespace)
 	if err != nil {
 		out.QoSErr = fmt.Errorf("list NetworkQoS of namespace %s: %w", target.Namespace, err)
 		out.Err = out.QoSErr
 		return nil
 	}
-	plan, selected, ignored, err := Desired(d.QoS.Base, objs, target, a.peers)
+	plan, selected, ignored, err := Desired(d.QoS.Base, objs, target, peers)
 	out.Selected, out.Ignored = selected, ignored
 	if err != nil {
 		out.QoSErr = fmt.Errorf("pod %s interface %s: %w", out.Pod, out.IfName, err)

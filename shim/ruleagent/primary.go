@@ -86,13 +86,13 @@ type primaryPending struct {
 // syncPrimary brings the primary interface of every pod of the node to
 // the plan of the NetworkQoS objects that select it on the default
 // network, and removes the rules of the pods that are gone.
-func (a *Agent) syncPrimary(ctx context.Context) []Outcome {
+func (a *Agent) syncPrimary(ctx context.Context, peers render.Peers) []Outcome {
 	p := a.Primary
 	if p == nil {
 		return nil
 	}
 	p.mu.Lock()
-	outs, todo := a.planPrimary()
+	outs, todo := a.planPrimary(peers)
 	p.mu.Unlock()
 	outs = append(outs, a.applyPrimary(ctx, todo)...)
 	p.mu.Lock()
@@ -109,14 +109,14 @@ func (a *Agent) syncPrimary(ctx context.Context) []Outcome {
 
 // planPrimary computes the plans of the recorded sandboxes: the outcomes
 // of those that hold theirs, and the ones to sync. Holding p.mu.
-func (a *Agent) planPrimary() (outs []Outcome, todo []primaryPending) {
+func (a *Agent) planPrimary(peers render.Peers) (outs []Outcome, todo []primaryPending) {
 	p := a.Primary
 	for _, sb := range p.Sandboxes() {
 		pod, ok := a.pods.Pod(sb.Pod.Namespace, sb.Pod.Name, sb.UID)
 		if !ok {
 			continue // not in the cache yet, or being deleted: the next sync sees it
 		}
-		pend, ok := a.primaryPlan(sb, pod)
+		pend, ok := a.primaryPlan(sb, pod, peers)
 		switch {
 		case !ok:
 		case pend.plan == nil || p.holds(pend.key, pend.plan):
@@ -131,7 +131,7 @@ func (a *Agent) planPrimary() (outs []Outcome, todo []primaryPending) {
 // primaryPlan computes the plan of the sandbox's primary interface; ok is
 // false when nothing is to be done nor reported: no object selects the pod
 // and its interface holds nothing of netclass's.
-func (a *Agent) primaryPlan(sb sandboxes.Sandbox, pod *corev1.Pod) (pend primaryPending, ok bool) {
+func (a *Agent) primaryPlan(sb sandboxes.Sandbox, pod *corev1.Pod, peers render.Peers) (pend primaryPending, ok bool) {
 	p := a.Primary
 	key := primaryKey(sb)
 	_, held := p.held[key]
@@ -146,7 +146,7 @@ func (a *Agent) primaryPlan(sb sandboxes.Sandbox, pod *corev1.Pod) (pend primary
 		return pend, false
 	}
 	target := render.Target{Namespace: sb.Pod.Namespace, PodLabels: pod.Labels, Network: network.Default()}
-	plan, selected, ignored, err := Desired(nil, objs, target, a.peers)
+	plan, selected, ignored, err := Desired(nil, objs, target, peers)
 	if len(selected) == 0 && !held && p.known {
 		return pend, false
 	}
@@ -289,7 +289,7 @@ func (a *Agent) GuardPrimary(ctx context.Context, sb sandboxes.Sandbox, pod *cor
 		return nil
 	}
 	p.mu.Lock()
-	pend, ok := a.primaryPlan(sb, pod)
+	pend, ok := a.primaryPlan(sb, pod, a.peers)
 	p.mu.Unlock()
 	if !ok || pend.plan == nil || !pend.plan.NeedsRules() {
 		return pend.out.Err
