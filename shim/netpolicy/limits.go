@@ -128,36 +128,20 @@ func uniquePeers(in []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPoli
 // however many rules, policies and attachments name it, and each rule's
 // peers are turned into address ranges once (ranges.go).
 func Memo(p Peers) Peers {
-	return &memo{inner: p, seen: map[string]memoEntry{}, ranges: map[string]memoRanges{}}
+	return &memo{inner: p, ranges: map[string]memoRanges{}}
 }
 
 type memo struct {
-	inner  Peers
-	mu     sync.Mutex
-	seen   map[string]memoEntry
-	ranges map[string]memoRanges
-}
-
-type memoEntry struct {
-	eps []peers.Endpoint
-	err error
+	inner     Peers
+	endpoints peers.Memo[[]peers.Endpoint]
+	mu        sync.Mutex // guards ranges
+	ranges    map[string]memoRanges
 }
 
 func (m *memo) Endpoints(namespace string, to ncv1.Destination, net network.Network) ([]peers.Endpoint, error) {
-	sel, err := json.Marshal(to)
-	if err != nil {
+	key, ok := peers.DestinationKey(namespace, to, net)
+	if !ok {
 		return m.inner.Endpoints(namespace, to, net)
 	}
-	key := namespace + "\x00" + net.Ref.String() + "\x00" + string(sel)
-	m.mu.Lock()
-	e, ok := m.seen[key]
-	m.mu.Unlock()
-	if ok {
-		return e.eps, e.err
-	}
-	e.eps, e.err = m.inner.Endpoints(namespace, to, net)
-	m.mu.Lock()
-	m.seen[key] = e
-	m.mu.Unlock()
-	return e.eps, e.err
+	return m.endpoints.Get(key, func() ([]peers.Endpoint, error) { return m.inner.Endpoints(namespace, to, net) })
 }
