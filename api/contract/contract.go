@@ -130,6 +130,11 @@ const (
 	// are Warning Events on the NetworkPolicy.
 	ReasonPolicyNotEnforced   = "NotEnforced"
 	ReasonPolicyEnforceFailed = "EnforceFailed"
+	// ReasonNetworkQoSIgnored: rules of a NetworkQoS are left out of a
+	// pod's (over a bound, or refused by the node): a Warning Event on the
+	// claim when its pod starts, and on the NetworkQoS from each node
+	// whose attachments it selects.
+	ReasonNetworkQoSIgnored = "NetworkQoSIgnored"
 	// ReasonPolicyNetworksNotFound: the scoping annotation is empty,
 	// malformed or names no netclass network, so the policy applies
 	// nowhere it was meant to (a Warning Event on the NetworkPolicy).

@@ -192,11 +192,14 @@ func setReady(q *netclassv1alpha1.NetworkQoS, generation int64) (*metav1.Conditi
 // fromNodes sums the nodes' reports up in a Ready condition and a status.status.
 func fromNodes(nodes []netclassv1alpha1.NetworkQoSNodeStatus) (metav1.Condition, string) {
 	var attachments int32
-	var failed []string
+	var failed, leftOut []string
 	for _, n := range nodes {
 		attachments += n.Attachments
-		if n.Reason == netclassv1alpha1.ReasonApplyFailed {
+		switch {
+		case n.Reason == netclassv1alpha1.ReasonApplyFailed:
 			failed = append(failed, fmt.Sprintf("node %s: %s", n.Node, n.Message))
+		case n.Message != "": // an Applied node names the rules it left out
+			leftOut = append(leftOut, fmt.Sprintf("node %s: %s", n.Node, n.Message))
 		}
 	}
 	switch {
@@ -204,8 +207,12 @@ func fromNodes(nodes []netclassv1alpha1.NetworkQoSNodeStatus) (metav1.Condition,
 		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionFalse, netclassv1alpha1.ReasonApplyFailed,
 			truncate(strings.Join(failed, "; "))), netclassv1alpha1.ReasonApplyFailed
 	case len(nodes) > 0:
+		msg := fmt.Sprintf("enforced on %d attachments on %d nodes", attachments, len(nodes))
+		if len(leftOut) > 0 {
+			msg += "; some rules left out: " + strings.Join(leftOut, "; ")
+		}
 		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionTrue, netclassv1alpha1.ReasonApplied,
-			fmt.Sprintf("enforced on %d attachments on %d nodes", attachments, len(nodes))), netclassv1alpha1.ReasonApplied
+			truncate(msg)), netclassv1alpha1.ReasonApplied
 	default:
 		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionUnknown, netclassv1alpha1.ReasonPending,
 			"no node runs an attachment it selects yet"), StatusPending

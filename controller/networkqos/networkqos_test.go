@@ -99,8 +99,11 @@ func TestReconcile(t *testing.T) {
 		{NetworkSelectionType: netclassv1alpha1.Networks, NetworkSelector: &metav1.LabelSelector{}}}
 	failed.Status.Nodes = []netclassv1alpha1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 3, Reason: "Applied"},
 		{Node: "n2", Reason: "ApplyFailed", Message: "pod games/web interface net1: netns vanished"}}
+	leftOut := qos("leftout", netclassv1alpha1.Rule{DSCP: 20})
+	leftOut.Status.Nodes = []netclassv1alpha1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 2, Reason: "Applied",
+		Message: "pod games/web interface eth0: spec.egress[0]: its destination selectors select more than the 4000 addresses"}}
 	invalid := qos("invalid", netclassv1alpha1.Rule{DSCP: 1, Classifier: &netclassv1alpha1.Classifier{To: []netclassv1alpha1.Destination{to("10.0.0.0/8", "11.0.0.0/16")}}})
-	objs := []runtime.Object{valid, applied, failed, invalid,
+	objs := []runtime.Object{valid, applied, failed, leftOut, invalid,
 		&multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "p1", Labels: map[string]string{"tier": "paid"}}, Spec: multinetworkv1.PodNetworkSpec{Provider: "netclass.dev"}},
 		&multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "p2", Labels: map[string]string{"tier": "paid"}}, Spec: multinetworkv1.PodNetworkSpec{Provider: "other.example.com/x"}},
 		&multinetworkv1.PodNetwork{ObjectMeta: metav1.ObjectMeta{Name: "p3"}, Spec: multinetworkv1.PodNetworkSpec{Provider: "netclass.dev"}},
@@ -119,6 +122,7 @@ func TestReconcile(t *testing.T) {
 		{"valid", "Accepted", "Pending", "1 PodNetwork(s) and 0 Network(s)", "Pending"},
 		{"applied", "Accepted", "Applied", "selects the default network (the pods' primary interface): no networkSelectors", "Applied"},
 		{"failed", "Accepted", "ApplyFailed", "the default network (the pods' primary interface), 0 PodNetwork(s) and 1 Network(s)", "ApplyFailed"},
+		{"leftout", "Accepted", "Applied", "selects the default network", "Applied"},
 		{"invalid", "InvalidConfig", "InvalidConfig", "except[0]", "InvalidConfig"},
 	} {
 		if _, err := c.Reconcile(env.Ctx, "games/"+tc.name); err != nil {
@@ -135,6 +139,9 @@ func TestReconcile(t *testing.T) {
 		}
 		if tc.name == "failed" && (ready == nil || !strings.Contains(ready.Message, "node n2: pod games/web interface net1: netns vanished")) {
 			t.Errorf("failed: Ready %+v does not name the node, the pod and the error", ready)
+		}
+		if tc.name == "leftout" && (ready == nil || ready.Message != "enforced on 2 attachments on 1 nodes; some rules left out: node n1: "+leftOut.Status.Nodes[0].Message) {
+			t.Errorf("leftout: Ready %+v does not name the rules a node left out", ready)
 		}
 		if tc.name == "applied" && (ready == nil || ready.Message != "enforced on 4 attachments on 2 nodes") {
 			t.Errorf("applied: Ready %+v does not sum the nodes up", ready)

@@ -290,7 +290,7 @@ func (p *Plugin) qosRules(ctx context.Context, claim *resourceapi.ResourceClaim,
 	}
 	rules, _, err := render.Rules(objs, render.Target{Namespace: claim.Namespace, PodLabels: podLabels, Network: net}, p.Peers)
 	if err != nil {
-		p.Reporter.Warn(ctx, claim, "NetworkQoSIgnored", fmt.Sprintf("some NetworkQoS rules for %s are not applied: %v", net.Ref, err))
+		p.Reporter.Warn(ctx, claim, contract.ReasonNetworkQoSIgnored, fmt.Sprintf("some NetworkQoS rules for %s are not applied: %v", net.Ref, err))
 	}
 	return rules
 }

@@ -1,16 +1,19 @@
 // Package qosstatus writes the node's report on each NetworkQoS — its
 // entry in status.nodes: how many of the node's attachments hold the
-// object's rules, Applied or ApplyFailed (naming the pod and the error) —
+// object's rules, Applied or ApplyFailed (naming the pod and the error),
+// and which of its rules the node left out —
 // from the rule agent's outcomes. Each node applies its own entry with a
 // field manager of its own (server-side apply on the status subresource),
 // so nodes never overwrite one another, and writes only what changed.
 package qosstatus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
@@ -34,7 +39,13 @@ type Entry struct {
 	Attachments int32
 	// Failure is "" when every selected attachment holds the rules.
 	Failure string
+	// Ignored is "" when no rule of the object was left out of an
+	// attachment's (render.IgnoredRule); else the first, and how many.
+	Ignored string
 }
+
+// Message is the entry's message: its failure, else the rules left out.
+func (e Entry) Message() string { return cmp.Or(e.Failure, e.Ignored) }
 
 // Reason is the entry's reason.
 func (e Entry) Reason() string {
@@ -50,8 +61,9 @@ func (e Entry) Reason() string {
 // first failed pod and how many failed.
 func Summarise(outs []ruleagent.Outcome) map[types.NamespacedName]Entry {
 	entries := map[types.NamespacedName]Entry{}
-	failed := map[types.NamespacedName]int{}
+	failed, ignored := map[types.NamespacedName]int{}, map[types.NamespacedName]int{}
 	for _, o := range outs {
+		left := leftOut(o)
 		for _, name := range o.Selected {
 			key := types.NamespacedName{Namespace: o.Pod.Namespace, Name: name}
 			e := entries[key]
@@ -63,20 +75,46 @@ func Summarise(outs []ruleagent.Outcome) map[types.NamespacedName]Entry {
 					e.Failure = o.QoSErr.Error()
 				}
 			}
+			if msg, ok := left[key]; ok {
+				ignored[key]++
+				if e.Ignored == "" {
+					e.Ignored = msg
+				}
+			}
 			entries[key] = e
 		}
 	}
-	for key, n := range failed {
-		e := entries[key]
-		if n > 1 {
-			e.Failure = fmt.Sprintf("%d attachments failed; the first: %s", n, e.Failure)
-		}
-		if len(e.Failure) > maxMessage {
-			e.Failure = e.Failure[:maxMessage-3] + "..."
-		}
+	for key, e := range entries {
+		e.Failure = summary(e.Failure, failed[key], "%d attachments failed; the first: %s")
+		e.Ignored = summary(e.Ignored, ignored[key], "rules left out on %d attachments; the first: %s")
 		entries[key] = e
 	}
 	return entries
+}
+
+// leftOut names, per NetworkQoS, the first of its rules the attachment of
+// o left out: "pod … interface …: spec.egress[i]: why".
+func leftOut(o ruleagent.Outcome) map[types.NamespacedName]string {
+	out := map[types.NamespacedName]string{}
+	for _, ir := range render.IgnoredRules(o.Ignored) {
+		key := types.NamespacedName{Namespace: ir.Namespace, Name: ir.Name}
+		if _, seen := out[key]; !seen {
+			out[key] = fmt.Sprintf("pod %s interface %s: %s", o.Pod, o.IfName, strings.TrimPrefix(ir.Path+": "+ir.Err.Error(), ": "))
+		}
+	}
+	return out
+}
+
+// summary is the first message of n (format's count and message when
+// more than one), within the API's limit.
+func summary(first string, n int, format string) string {
+	if n > 1 {
+		first = fmt.Sprintf(format, n, first)
+	}
+	if len(first) > maxMessage {
+		first = first[:maxMessage-3] + "..."
+	}
+	return first
 }
 
 // Client applies a NetworkQoS's status.
@@ -110,7 +148,7 @@ func (w *Writer) Write(ctx context.Context, outs []ruleagent.Outcome) error {
 		if !selected && cur == nil {
 			continue
 		}
-		if selected && cur != nil && cur.Attachments == want.Attachments && cur.Reason == want.Reason() && cur.Message == want.Failure {
+		if selected && cur != nil && cur.Attachments == want.Attachments && cur.Reason == want.Reason() && cur.Message == want.Message() {
 			continue
 		}
 		if err := w.apply(ctx, obj, cur, want, selected); err != nil {
@@ -139,8 +177,8 @@ func (w *Writer) apply(ctx context.Context, obj *ncv1.NetworkQoS, cur *ncv1.Netw
 		}
 		entry := ncapply.NetworkQoSNodeStatus().WithNode(w.Node).WithAttachments(want.Attachments).
 			WithReason(want.Reason()).WithLastTransitionTime(since)
-		if want.Failure != "" {
-			entry.WithMessage(want.Failure)
+		if msg := want.Message(); msg != "" {
+			entry.WithMessage(msg)
 		}
 		status.WithNodes(entry)
 	}
@@ -148,8 +186,18 @@ func (w *Writer) apply(ctx context.Context, obj *ncv1.NetworkQoS, cur *ncv1.Netw
 	if _, err := w.Client(obj.Namespace).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager(w.Node), Force: true}); err != nil {
 		return fmt.Errorf("write node %s's status of NetworkQoS %s/%s: %w", w.Node, obj.Namespace, obj.Name, err)
 	}
-	if want.Failure != "" && (cur == nil || cur.Reason != ncv1.ReasonApplyFailed) && w.Events != nil {
-		w.Events.Eventf(obj, corev1.EventTypeWarning, ncv1.ReasonApplyFailed, "node %s: %s", w.Node, want.Failure)
-	}
+	w.event(obj, cur, want)
 	return nil
+}
+
+// event emits a Warning when the entry turns ApplyFailed, or starts
+// reporting rules left out (not at each change of their count).
+func (w *Writer) event(obj *ncv1.NetworkQoS, cur *ncv1.NetworkQoSNodeStatus, want Entry) {
+	switch {
+	case w.Events == nil:
+	case want.Failure != "" && (cur == nil || cur.Reason != ncv1.ReasonApplyFailed):
+		w.Events.Eventf(obj, corev1.EventTypeWarning, ncv1.ReasonApplyFailed, "node %s: %s", w.Node, want.Failure)
+	case want.Failure == "" && want.Ignored != "" && (cur == nil || cur.Message == "" || cur.Reason == ncv1.ReasonApplyFailed):
+		w.Events.Eventf(obj, corev1.EventTypeWarning, contract.ReasonNetworkQoSIgnored, "node %s: %s", w.Node, want.Ignored)
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
 
@@ -112,4 +113,57 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Rules a node left out of its attachments' are in its Applied entry's
+// message (the first, and on how many attachments), with one Warning Event
+// when they start, not one per change of their count.
+func TestRulesLeftOutAreReported(t *testing.T) {
+	bound := &render.IgnoredRule{Namespace: "t1", Name: "web", Path: "spec.egress[2]", Err: errors.New("its destination selectors select too much")}
+	other := &render.IgnoredRule{Namespace: "t1", Name: "other", Path: "spec.egress[0]", Err: errors.New("x")}
+	withIgnored := func(pod string, err error) ruleagent.Outcome {
+		o := out(pod, nil, "web")
+		o.Ignored = err
+		return o
+	}
+	outs := []ruleagent.Outcome{withIgnored("a", errors.Join(bound, other)), withIgnored("b", bound), out("c", nil, "web")}
+	key := types.NamespacedName{Namespace: "t1", Name: "web"}
+	e := Summarise(outs)[key]
+	want := "rules left out on 2 attachments; the first: pod t1/a interface net1: spec.egress[2]: its destination selectors select too much"
+	if e.Attachments != 3 || e.Failure != "" || e.Ignored != want || e.Reason() != ncv1.ReasonApplied || e.Message() != want {
+		t.Fatalf("entry %+v (message %q), want 3 attachments, Applied, message %q", e, e.Message(), want)
+	}
+
+	objs := []*ncv1.NetworkQoS{{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "web"}}}
+	client := &fakeClient{}
+	events := record.NewFakeRecorder(10)
+	w := &Writer{Node: "n1", Objects: func() ([]*ncv1.NetworkQoS, error) { return objs, nil },
+		Client: func(string) Client { return client }, Events: events, Now: time.Now}
+	if err := w.Write(context.Background(), outs); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.applied) != 1 || *client.applied[0].Status.Nodes[0].Message != want {
+		t.Fatalf("applied %+v, want the entry with message %q", client.applied, want)
+	}
+	select {
+	case ev := <-events.Events:
+		if !strings.Contains(ev, "Warning NetworkQoSIgnored node n1: "+want) {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no event for the rules left out")
+	}
+	// what the API now holds; a third attachment leaves the rule out too
+	objs[0].Status.Nodes = []ncv1.NetworkQoSNodeStatus{{Node: "n1", Attachments: 3, Reason: ncv1.ReasonApplied, Message: want}}
+	if err := w.Write(context.Background(), append(outs[:2:2], withIgnored("c", bound))); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.applied) != 2 || !strings.HasPrefix(*client.applied[1].Status.Nodes[0].Message, "rules left out on 3 attachments") {
+		t.Fatalf("the count did not follow: %d applies", len(client.applied))
+	}
+	select {
+	case ev := <-events.Events:
+		t.Errorf("an event at a change of the count: %q", ev)
+	default:
+	}
 }

@@ -81,7 +81,7 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rul
 	for _, obj := range sorted {
 		ok, err := Selects(obj, target)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &IgnoredRule{Namespace: obj.Namespace, Name: obj.Name, Err: err})
 			continue
 		}
 		if !ok {
@@ -111,7 +111,7 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 	}
 	pods, err := metav1.LabelSelectorAsSelector(&obj.Spec.PodSelector)
 	if err != nil {
-		return false, fmt.Errorf("NetworkQoS %s/%s: podSelector: %w", obj.Namespace, obj.Name, err)
+		return false, fmt.Errorf("podSelector: %w", err)
 	}
 	if !pods.Matches(labels.Set(t.PodLabels)) {
 		return false, nil
@@ -127,7 +127,7 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 		case ns.NetworkSelectionType == ncv1.NetworkAttachmentDefinitions:
 			ok, err := SelectsNAD(ns.NetworkAttachmentDefinitionSelector, t.NAD)
 			if err != nil || ok {
-				return ok, wrapSel(obj, err)
+				return ok, wrapSel(err)
 			}
 			continue
 		case ns.NetworkSelectionType == ncv1.PodNetworks && t.Network.Ref.Kind == network.PodNetworkGVK.Kind:
@@ -142,7 +142,7 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 		}
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
-			return false, wrapSel(obj, err)
+			return false, wrapSel(err)
 		}
 		if s.Matches(labels.Set(t.Network.Labels)) {
 			return true, nil
@@ -151,29 +151,64 @@ func Selects(obj *ncv1.NetworkQoS, t Target) (bool, error) {
 	return false, nil
 }
 
-// wrapSel names the object of a networkSelectors error (nil stays nil).
-func wrapSel(obj *ncv1.NetworkQoS, err error) error {
+// wrapSel names the field of a networkSelectors error (nil stays nil).
+func wrapSel(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("NetworkQoS %s/%s: networkSelectors: %w", obj.Namespace, obj.Name, err)
+	return fmt.Errorf("networkSelectors: %w", err)
+}
+
+// IgnoredRule is what Rules left out of an attachment's rules, and why: a
+// rule of a NetworkQoS (Path is its spec.egress[i]) or, with Path "", the
+// whole object (its selectors cannot be read).
+type IgnoredRule struct {
+	Namespace, Name, Path string
+	Err                   error
+}
+
+func (e *IgnoredRule) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("NetworkQoS %s/%s: %v", e.Namespace, e.Name, e.Err)
+	}
+	return fmt.Sprintf("NetworkQoS %s/%s %s: %v", e.Namespace, e.Name, e.Path, e.Err)
+}
+
+func (e *IgnoredRule) Unwrap() error { return e.Err }
+
+// IgnoredRules lists what err, an error of Rules, says was left out.
+func IgnoredRules(err error) []*IgnoredRule {
+	if ir, ok := err.(*IgnoredRule); ok {
+		return []*IgnoredRule{ir}
+	}
+	var out []*IgnoredRule
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, IgnoredRules(e)...)
+		}
+	}
+	return out
 }
 
 // compileRule compiles a rule, its destination selectors resolved to
 // addresses; keep is false for a rule whose destinations select nothing.
 func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolver) (rule qos.Rule, keep bool, err error) {
 	out := staticRule(obj, i, r)
+	path := field.Path("spec.egress").Index(i)
+	ignored := func(err error) error {
+		return &IgnoredRule{Namespace: obj.Namespace, Name: obj.Name, Path: string(path), Err: err}
+	}
 	// The controller reports an invalid object (Accepted=False); its rule
 	// must not fail the others' with it, nor cost their selectors' budget.
-	if err := out.Validate(field.Path("spec.egress").Index(i)); err != nil {
-		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s: %w", obj.Namespace, obj.Name, err)
+	if err := out.Validate(""); err != nil {
+		return qos.Rule{}, false, ignored(err)
 	}
 	if r.Classifier == nil || len(r.Classifier.To) == 0 {
 		return out, true, nil
 	}
 	addrs, err := res.selected(obj.Namespace, r.Classifier.To, t.Network)
 	if err != nil {
-		return qos.Rule{}, false, fmt.Errorf("NetworkQoS %s/%s egress[%d]: %w", obj.Namespace, obj.Name, i, err)
+		return qos.Rule{}, false, ignored(err)
 	}
 	for _, a := range addrs {
 		out.Classifier.To = append(out.Classifier.To, qos.Peer{IPBlock: &qos.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,7 +90,7 @@ func TestRulesBoundTheSelectedAddresses(t *testing.T) {
 			{DSCP: 16, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: "192.0.2.0/24"}}}}}}
 	})
 	rules, _, err := Rules([]*ncv1.NetworkQoS{obj}, Target{Namespace: "games", Network: network.Default()}, peers)
-	want := fmt.Sprintf("NetworkQoS games/wide egress[2]: its destination selectors select more than the %d addresses left of the %d",
+	want := fmt.Sprintf("NetworkQoS games/wide spec.egress[2]: its destination selectors select more than the %d addresses left of the %d",
 		MaxSelectedAddresses-2*per, MaxSelectedAddresses)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want one containing %q", err, want)
@@ -142,10 +143,17 @@ func TestRulesLeaveOutAnInvalidRule(t *testing.T) {
 	if peers.calls != 0 {
 		t.Errorf("the invalid rule's selector was resolved (%d calls): it costs the valid rules' budget", peers.calls)
 	}
-	for _, want := range []string{"NetworkQoS games/bad: spec.egress[0].classifier.ports[0].protocol", "NetworkQoS games/bad: spec.egress[1].bandwidth"} {
+	for _, want := range []string{"NetworkQoS games/bad spec.egress[0]: classifier.ports[0].protocol", "NetworkQoS games/bad spec.egress[1]: bandwidth"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want one naming %q", err, want)
 		}
+	}
+	var left []string
+	for _, ir := range IgnoredRules(err) {
+		left = append(left, ir.Namespace+"/"+ir.Name+" "+ir.Path)
+	}
+	if want := []string{"games/bad spec.egress[0]", "games/bad spec.egress[1]"}; !slices.Equal(left, want) {
+		t.Errorf("rules left out %v, want %v", left, want)
 	}
 	if got := dscpsOf(rules); got != "[14 46]" {
 		t.Fatalf("rules of DSCP %s kept, want [14 46]", got)

@@ -324,7 +324,9 @@ type NetworkQoSNodeStatus struct {
 	// +kubebuilder:validation:Enum=Applied;ApplyFailed
 	Reason string `json:"reason"`
 
-	// message says, for ApplyFailed, which pod failed and why.
+	// message says, for ApplyFailed, which pod failed and why; for Applied,
+	// which rules the node left out of its attachments' (over a bound, or
+	// refused by the node), if any: the other rules apply.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`

@@ -22,7 +22,9 @@ type NetworkQoSNodeStatusApplyConfiguration struct {
 	// reason is Applied (every attachment holds the rules) or ApplyFailed
 	// (some could not be brought current: message names the pod).
 	Reason *string `json:"reason,omitempty"`
-	// message says, for ApplyFailed, which pod failed and why.
+	// message says, for ApplyFailed, which pod failed and why; for Applied,
+	// which rules the node left out of its attachments' (over a bound, or
+	// refused by the node), if any: the other rules apply.
 	Message *string `json:"message,omitempty"`
 	// lastTransitionTime is when the reason last changed.
 	LastTransitionTime *v1.Time `json:"lastTransitionTime,omitempty"`
