@@ -16,7 +16,6 @@ import (
 	mnpinformers "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/client/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -172,7 +170,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err := d.nadInformer(ctx); err != nil {
 		return nil, err
 	}
-	d.plugins(ctx)
+	if err := d.plugins(ctx); err != nil {
+		return nil, err
+	}
 	if len(problems) > 0 {
 		d.runtime.GCBlocked = fmt.Sprintf("%d checkpoint record(s) in %s could not be read and were set aside (*.corrupt)",
 			len(problems), filepath.Join(cfg.StateDir, "claims"))
@@ -292,9 +292,11 @@ func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
 		Changed: func() { d.qos.Trigger() }}) // d.qos is made before the publisher runs
 }
 
-func (d *Daemon) plugins(ctx context.Context) {
-	d.events = record.NewBroadcaster(record.WithContext(ctx))
-	recorder := d.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netclass-dra", Host: d.cfg.NodeName})
+func (d *Daemon) plugins(ctx context.Context) error {
+	recorder, err := d.newRecorder(ctx)
+	if err != nil {
+		return err
+	}
 	reporter := &status.Reporter{Status: d.metrics.StatusWriter(&status.Writer{Client: d.kube}), Events: recorder}
 	runner := d.metrics.CNI(cni.New(d.cfg.CNIBinDirs, filepath.Join(d.cfg.StateDir, "cni-cache")))
 	d.runtime = nri.NewPlugin(ctx, d.store, runner, reporter)
@@ -333,6 +335,7 @@ func (d *Daemon) plugins(ctx context.Context) {
 	d.qos = d.newQoSAgent(ctx, recorder)
 	d.primaryNetwork(ctx, recorder)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}
+	return nil
 }
 
 func (d *Daemon) startKubeletPlugin(ctx context.Context) (*kubeletplugin.Helper, error) {

@@ -133,3 +133,88 @@ func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
 	}
 	waitNodeReport(t, e, n.Namespace, "many-00", ncv1.ReasonApplied, 1)
 }
+
+// TestNetworkQoSRulesLeftOutAreReported: a NetworkQoS whose rules name
+// more distinct destination selectors than a node resolves for one
+// attachment (render.MaxSelectors) keeps its other rules Applied on the
+// running pod; the node's entry and Ready's message name the first rule
+// left out, a Warning Event NetworkQoSIgnored says so on the object, and
+// the message goes once the object fits.
+func TestNetworkQoSRulesLeftOutAreReported(t *testing.T) {
+	e := harness.Shared(t)
+	n := e.BridgeNet(t, "e2e-leftout", "net")
+	src := harness.PodOn(e.Node, n.Namespace, "src", "net")
+	src.Labels = map[string]string{"app": "src"}
+	e.RunPods(t, src)
+	e.Attached(t, n.Namespace, "src", "net", "net1")
+	obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: "wide"},
+		Spec: ncv1.NetworkQoSSpec{NetworkSelectors: netclassNetworks(), PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}}}}
+	const perRule = 32 // the schema's bound of a rule's destinations
+	for r := range ncv1.MaxNetworkQoSRules {
+		rule := ncv1.Rule{DSCP: 8}
+		for d := range perRule {
+			sel := &metav1.LabelSelector{MatchLabels: map[string]string{"peer": fmt.Sprintf("p%d", r*perRule+d)}}
+			rule.Classifier = &ncv1.Classifier{To: append(ruleTo(rule), ncv1.Destination{PodSelector: sel})}
+		}
+		obj.Spec.Egress = append(obj.Spec.Egress, rule)
+	}
+	qoses := e.NC.NetclassV1alpha1().NetworkQoSes(n.Namespace)
+	if _, err := qoses.Create(testbed.Context(t, time.Minute), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := fmt.Sprintf("spec.egress[%d]: more than the 256 distinct destination selectors", 256/perRule)
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "NetworkQoS wide: Applied on node "+e.Node+", naming "+first,
+		func(ctx context.Context) (bool, string, error) {
+			q, err := qoses.Get(ctx, "wide", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			ready := meta.FindStatusCondition(q.Status.Conditions, "Ready")
+			for _, nd := range q.Status.Nodes {
+				if nd.Node == e.Node && nd.Reason == ncv1.ReasonApplied && nd.Attachments == 1 && strings.Contains(nd.Message, "pod "+n.Namespace+"/src interface net1: "+first) &&
+					ready != nil && ready.Reason == ncv1.ReasonApplied && strings.Contains(ready.Message, "some rules left out: node "+e.Node) {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, ready), nil
+		})
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "a NetworkQoSIgnored event on NetworkQoS wide",
+		func(ctx context.Context) (bool, string, error) {
+			evs, err := e.Kube.CoreV1().Events(n.Namespace).List(ctx, metav1.ListOptions{
+				FieldSelector: fields.Set{"involvedObject.name": "wide", "reason": "NetworkQoSIgnored"}.String()})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return len(evs.Items) > 0, fmt.Sprintf("%d events", len(evs.Items)), nil
+		})
+	// within the bound: the message goes
+	q, err := qoses.Get(testbed.Context(t, time.Minute), "wide", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Egress = q.Spec.Egress[:256/perRule]
+	if _, err := qoses.Update(testbed.Context(t, time.Minute), q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "NetworkQoS wide: Applied on node "+e.Node+" with no rule left out",
+		func(ctx context.Context) (bool, string, error) {
+			q, err := qoses.Get(ctx, "wide", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for _, nd := range q.Status.Nodes {
+				if nd.Node == e.Node && nd.Reason == ncv1.ReasonApplied && nd.Message == "" {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("nodes %+v", q.Status.Nodes), nil
+		})
+}
+
+// ruleTo is the rule's destinations so far.
+func ruleTo(r ncv1.Rule) []ncv1.Destination {
+	if r.Classifier == nil {
+		return nil
+	}
+	return r.Classifier.To
+}
