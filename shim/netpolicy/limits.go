@@ -34,6 +34,10 @@ const (
 	// MaxRangesPerAttachment bounds the address and port ranges in one
 	// attachment's sets.
 	MaxRangesPerAttachment = 4000
+	// MemoBudget bounds the addresses and ports a sync's Memo keeps of
+	// what it resolved (~1 M, tens of MB), however many attachments and
+	// selectors tenants write; past it, results are resolved again.
+	MemoBudget = 1 << 20
 )
 
 // ruleBounds checks a rule's own bounds.
@@ -126,16 +130,28 @@ func uniquePeers(in []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPoli
 // Memo remembers what a Peers resolved, for the time of one sync of the
 // node's attachments: each selector of each namespace is resolved once,
 // however many rules, policies and attachments name it, and each rule's
-// peers are turned into address ranges once (ranges.go).
+// peers are turned into address ranges once (ranges.go), each up to
+// MemoBudget.
 func Memo(p Peers) Peers {
-	return &memo{inner: p, ranges: map[string]memoRanges{}}
+	m := &memo{inner: p, ranges: map[string]memoRanges{}}
+	m.endpoints.Size, m.endpoints.Budget = endpointsSize, MemoBudget
+	return m
 }
 
 type memo struct {
-	inner     Peers
-	endpoints peers.Memo[[]peers.Endpoint]
-	mu        sync.Mutex // guards ranges
-	ranges    map[string]memoRanges
+	inner      Peers
+	endpoints  peers.Memo[[]peers.Endpoint]
+	mu         sync.Mutex // guards ranges and rangesKept
+	ranges     map[string]memoRanges
+	rangesKept int
+}
+
+func endpointsSize(eps []peers.Endpoint) int {
+	n := 0
+	for _, ep := range eps {
+		n += len(ep.Addrs) + len(ep.Ports)
+	}
+	return n
 }
 
 func (m *memo) Endpoints(namespace string, to ncv1.Destination, net network.Network) ([]peers.Endpoint, error) {

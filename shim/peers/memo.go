@@ -10,11 +10,19 @@ import (
 
 // Memo remembers what was resolved, for the time of one sync of the node's
 // attachments (NetworkPolicy peers, NetworkQoS destinations): each key is
-// resolved once, however many rules and attachments name it. The zero
-// Memo is ready to use; it is safe for concurrent use.
+// resolved once, however many rules and attachments name it. What it keeps
+// is bounded: with Size set, results whose sizes would take the sum kept
+// past Budget are not kept (resolved again when named again), so tenants'
+// selectors cost a sync no more memory than Budget on top of what one
+// attachment's resolution holds. The zero Memo keeps everything; it is
+// safe for concurrent use.
 type Memo[T any] struct {
+	Size   func(T) int
+	Budget int
+
 	mu   sync.Mutex
 	seen map[string]memoEntry[T]
+	kept int
 }
 
 type memoEntry[T any] struct {
@@ -32,11 +40,18 @@ func (m *Memo[T]) Get(key string, resolve func() (T, error)) (T, error) {
 	}
 	e.v, e.err = resolve()
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Size != nil {
+		n := m.Size(e.v)
+		if m.kept+n > m.Budget {
+			return e.v, e.err
+		}
+		m.kept += n
+	}
 	if m.seen == nil {
 		m.seen = map[string]memoEntry[T]{}
 	}
 	m.seen[key] = e
-	m.mu.Unlock()
 	return e.v, e.err
 }
 

@@ -11,14 +11,23 @@ import (
 // Memo remembers what p resolved, for the time of one sync of the node's
 // attachments: each destination of each namespace on each network is
 // resolved once, however many attachments' NetworkQoS rules name it (Rules
-// remembers within one attachment only). A nil p stays nil (nothing
-// resolves). Safe for concurrent use.
+// remembers within one attachment only), up to MemoBudget addresses. A
+// nil p stays nil (nothing resolves). Safe for concurrent use.
 func Memo(p Peers) Peers {
 	if p == nil {
 		return nil
 	}
-	return &memo{inner: p}
+	m := &memo{inner: p}
+	m.addrs.Size = func(a []netip.Addr) int { return len(a) }
+	m.addrs.Budget = MemoBudget
+	return m
 }
+
+// MemoBudget bounds the addresses a sync's Memo keeps: what one
+// attachment's resolution may hold at most (MaxSelectors selectors of up
+// to MaxSelectedAddresses each, ~24 MB), so tenants' selectors cost a sync
+// at most twice that, however many attachments name them.
+const MemoBudget = MaxSelectors * MaxSelectedAddresses
 
 type memo struct {
 	inner Peers
