@@ -103,16 +103,20 @@ func (c *Controller) keysOf(cn string) []string {
 	return keys
 }
 
-// networkKeys: a Network and the Networks its segment (old or new) overlaps,
-// whose conflict it may start or settle; never the other Networks of its
-// ClusterNetwork (a tenant's edit would cost a reconcile of each).
+// networkKeys: a Network and the Networks on the segments it names (old or
+// new object), whose conflict it may start or settle; never the other
+// Networks of its ClusterNetwork (a tenant's edit would cost a reconcile
+// of each).
 func (c *Controller) networkKeys(obj any) []string {
 	n, ok := obj.(*netclassv1alpha1.Network)
 	if !ok {
 		return nil
 	}
-	cn, _ := c.clusterNetworks.Get(n.Spec.ClusterNetworkName)
-	return append(c.overlapping(netspec.NetworkHolder(n, cn).Segment), n.Namespace+"/"+n.Name)
+	keys := []string{n.Namespace + "/" + n.Name}
+	for _, seg := range segment.Named(n) {
+		keys = append(keys, c.overlapping(seg)...)
+	}
+	return keys
 }
 
 func (c *Controller) podNetworkKeys(obj any) []string {
@@ -141,11 +145,21 @@ func (c *Controller) segments() segment.Listers {
 	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.byCluster, ClusterNetworks: c.clusterNetworks}
 }
 
+// clusterKeys: the Networks of a ClusterNetwork and those on the segments
+// they name (its type or VLAN master changing, or it going, moves their
+// segments).
 func (c *Controller) clusterKeys(obj any) []string {
-	if cn, ok := obj.(*netclassv1alpha1.ClusterNetwork); ok {
-		return c.keysOf(cn.Name)
+	cn, ok := obj.(*netclassv1alpha1.ClusterNetwork)
+	if !ok {
+		return nil
 	}
-	return nil
+	keys := c.keysOf(cn.Name)
+	for _, k := range keys {
+		if obj, exists, err := c.byCluster.GetByKey(k); err == nil && exists {
+			keys = append(keys, c.networkKeys(obj)...)
+		}
+	}
+	return keys
 }
 
 // HasSynced reports whether the informers delivered their initial lists to the handlers.

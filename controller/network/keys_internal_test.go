@@ -11,8 +11,8 @@ import (
 	"github.com/netclass-dev/netclass/controller/internal/harness"
 )
 
-// A Network's event queues the Networks its segment overlaps (on any
-// ClusterNetwork) and itself, never the other Networks of its
+// A Network's event queues the Networks on the segments its spec names (on
+// any ClusterNetwork, whatever its own makes of them) and itself, never the other Networks of its
 // ClusterNetwork: a tenant's edit must not cost a reconcile of each of the
 // thousands a shared ClusterNetwork may have.
 func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
@@ -27,7 +27,8 @@ func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
 	mine := net("t1", "mine", "overlay", 10)
 	env := harness.New(t, nil, []runtime.Object{cn("overlay"), cn("overlay2"), mine,
 		net("t2", "same-vni", "overlay", 10), net("t3", "same-vni-elsewhere", "overlay2", 10),
-		net("t2", "sibling", "overlay", 11), net("t1", "sibling2", "overlay", 12)})
+		net("t2", "sibling", "overlay", 11), net("t1", "sibling2", "overlay", 12),
+		net("t4", "orphan", "gone", 10)})
 	c, err := New(env.NC, env.NCInf, env.Recorder)
 	if err != nil {
 		t.Fatal(err)
@@ -38,5 +39,16 @@ func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
 	got = slices.Compact(got)
 	if want := []string{"t1/mine", "t2/same-vni", "t3/same-vni-elsewhere"}; !slices.Equal(got, want) {
 		t.Fatalf("an event of t1/mine queues %v, want %v", got, want)
+	}
+	// a Network whose ClusterNetwork went has no segment, but the Networks
+	// it held one against must learn they may have it
+	orphan, err := c.networks.Networks("t4").Get("orphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = c.networkKeys(orphan)
+	slices.Sort(got)
+	if want := []string{"t1/mine", "t2/same-vni", "t3/same-vni-elsewhere", "t4/orphan"}; !slices.Equal(got, want) {
+		t.Fatalf("an event of t4/orphan (ClusterNetwork gone) queues %v, want %v", got, want)
 	}
 }

@@ -147,8 +147,11 @@ func (c *Controller) networkKeys(obj any) []string {
 	if !ok {
 		return nil
 	}
-	cn, _ := c.clusterNets.Get(n.Spec.ClusterNetworkName)
-	return c.overlapping(netspec.NetworkHolder(n, cn).Segment)
+	var keys []string
+	for _, seg := range segment.Named(n) { // whatever its ClusterNetwork makes of them (it may be gone)
+		keys = append(keys, c.overlapping(seg)...)
+	}
+	return keys
 }
 
 // overlapping returns the names of the PodNetworks whose segment overlaps seg.

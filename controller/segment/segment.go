@@ -51,6 +51,23 @@ func IndexID(obj any) ([]string, error) {
 	return keys, nil
 }
 
+// Named lists the segments n's spec names, whatever its ClusterNetwork
+// (missing, or changed since) makes of them: its VNI, and its VLAN ID on
+// any master. The objects on these are a superset of those n's segment
+// overlaps, so an event of n queues them all: a Network whose
+// ClusterNetwork went no longer has a segment, but the Networks it held
+// one against must still learn they may have it.
+func Named(n *ncv1.Network) []netspec.Segment {
+	var out []netspec.Segment
+	if n.Spec.VNI != nil {
+		out = append(out, netspec.Segment{Kind: netspec.SegmentVXLAN, ID: int(*n.Spec.VNI)})
+	}
+	if n.Spec.VLANID != nil {
+		out = append(out, netspec.Segment{Kind: netspec.SegmentVLAN, ID: int(*n.Spec.VLANID)})
+	}
+	return out
+}
+
 func idKey(kind string, id int) string { return kind + "/" + strconv.Itoa(id) }
 
 // Listers are the caches segment holders come from; Networks is the Network
