@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,10 @@ type Engine struct {
 	// order (a plugin holds one only: they cannot deadlock), and removes
 	// every one's file with the devices.
 	DataDirs []string
+	// own is, by bridge, the dataDir a network's config names beyond
+	// DataDirs (an admin's PodNetwork may name its own): its plugins lock
+	// there, so the engine does too, while the bridge is known to it.
+	own map[string]string
 }
 
 // Result is what one Sync found and did.
@@ -84,7 +89,8 @@ func (e *Engine) ensure(n network.Network) (*segment.Devices, error) {
 			return nil, err
 		}
 		d := vni.Devices(c)
-		d.Locks = e.locks(func(dir string) attach.LockFile { return vni.LockFile(dir, c.VNI) })
+		e.remember(d.Bridge, c.DataDir)
+		d.Locks = e.locks(d.Bridge, func(dir string) attach.LockFile { return vni.LockFile(dir, c.VNI) })
 		return &d, ensureVXLAN(c, d.Locks)
 	case netconf.TypeVLAN:
 		c, err := netconf.ParseVLAN(n.Config)
@@ -92,18 +98,31 @@ func (e *Engine) ensure(n network.Network) (*segment.Devices, error) {
 			return nil, err
 		}
 		d := trunk.Devices(c)
-		d.Locks = e.locks(func(dir string) attach.LockFile { return trunk.BridgeLock(dir, d.Bridge) })
+		e.remember(d.Bridge, c.DataDir)
+		d.Locks = e.locks(d.Bridge, func(dir string) attach.LockFile { return trunk.BridgeLock(dir, d.Bridge) })
 		return &d, ensureVLAN(c, d.Locks)
 	}
 	return nil, nil
 }
 
-// locks is a segment's lock in each of the engine's dataDirs, in order,
-// once each (a second flock of one file by its holder would wait forever).
-func (e *Engine) locks(in func(dataDir string) attach.LockFile) attach.Locks {
-	ls := make(attach.Locks, 0, len(e.DataDirs))
+// remember notes the dataDir the config of bridge's network names.
+func (e *Engine) remember(bridge, dataDir string) {
+	if e.own == nil {
+		e.own = map[string]string{}
+	}
+	e.own[bridge] = dataDir
+}
+
+// locks is the lock of bridge's segment in each of the engine's dataDirs,
+// in order, then in the one its network's config names, once each (a
+// second flock of one file by its holder would wait forever).
+func (e *Engine) locks(bridge string, in func(dataDir string) attach.LockFile) attach.Locks {
+	ls := make(attach.Locks, 0, len(e.DataDirs)+1)
 	seen := map[string]bool{}
-	for _, dir := range e.DataDirs {
+	for _, dir := range append(slices.Clip(e.DataDirs), e.own[bridge]) {
+		if dir == "" {
+			continue // no dataDir of its own known
+		}
 		if dir = filepath.Clean(dir); !seen[dir] {
 			seen[dir] = true
 			ls = append(ls, in(dir))
@@ -167,6 +186,7 @@ func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]
 			continue
 		}
 		if gone {
+			delete(e.own, d.Bridge)
 			klog.FromContext(ctx).Info("Removed the node devices of a network that is gone", "network", d.Network, "bridge", d.Bridge, "uplink", d.Uplink)
 			removed = append(removed, d.Bridge, d.Uplink)
 		}
@@ -199,7 +219,7 @@ func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, bool) {
 				return segment.Devices{}, false
 			}
 			d := vni.Devices(&netconf.VXLAN{Common: netconf.Common{Name: owner}, VNI: id})
-			d.Locks = e.locks(func(dir string) attach.LockFile { return vni.LockFile(dir, id) })
+			d.Locks = e.locks(d.Bridge, func(dir string) attach.LockFile { return vni.LockFile(dir, id) })
 			return d, true
 		}
 	}
@@ -207,6 +227,6 @@ func (e *Engine) segmentOf(l netlink.Link) (segment.Devices, bool) {
 	if !ok {
 		return segment.Devices{}, false
 	}
-	locks := e.locks(func(dir string) attach.LockFile { return trunk.BridgeLock(dir, bridge) })
+	locks := e.locks(bridge, func(dir string) attach.LockFile { return trunk.BridgeLock(dir, bridge) })
 	return segment.Devices{Bridge: bridge, Uplink: uplink, Network: owner, Locks: locks}, true
 }

@@ -203,6 +203,44 @@ func TestEngineWaitsForEveryDataDirsPlugins(t *testing.T) {
 	}
 }
 
+// TestEngineLocksANetworksOwnDataDir: a network whose config names a
+// dataDir of its own (an admin's PodNetwork) has its plugins lock there:
+// the engine waits for that lock too before removing its devices, and
+// removes its file with them.
+func TestEngineLocksANetworksOwnDataDir(t *testing.T) {
+	ns := node(t)
+	e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}}
+	own := t.TempDir()
+	n := vxlanNet("blue", 4600, "10.77.0.2")
+	n.Config = []byte(strings.Replace(string(n.Config), `"type"`, fmt.Sprintf(`"dataDir":%q,"type"`, own), 1))
+	if _, err := sync(t, ns, e, n); err != nil {
+		t.Fatal(err)
+	}
+	release, err := vni.LockFile(own, 4600).Lock() // its plugin's ADD
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- ns.Run(func() error {
+			_, err := e.Sync(context.Background(), nil)
+			return err
+		})
+	}()
+	lock := filepath.Join(own, "locks", "vxlan-4600.lock")
+	locktest.WaitForWaiter(t, locktest.Inode(t, lock), done, "the engine went on while the network's plugin held the VNI's lock in its own dataDir")
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ns.HasLink(t, "ncbr4600") {
+		t.Fatal("the devices stay after the plugin's lock was released")
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lock file %s outlived its devices: %v", lock, err)
+	}
+}
+
 // TestEngineNeverTakesAnotherNetworksDevices: a VNI bridge another network
 // tagged is refused with both names and left as it is; a plugin's device of
 // the same network is adopted; devices it does not manage are never removed.
