@@ -89,6 +89,8 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		// A network object changing or going may settle a segment conflict of others.
 		{pnInf.Informer(), worker.MapHandler(c.podNetworkKeys, c.queue)},
 		{netInf.Informer(), worker.MapHandler(c.networkKeys, c.queue)},
+		// A ClusterNetwork changing type or VLAN master, or going, moves its Networks' segments.
+		{cnInf.Informer(), worker.MapHandler(c.segmentKeys, c.queue)},
 		{claimInf.Informer(), worker.MapHandler(c.claimKeys, c.queue)},
 		{sliceInf.Informer(), worker.MapHandler(c.sliceKeys, c.queue)},
 	} {
@@ -128,6 +130,22 @@ func (c *Controller) claimKeys(obj any) []string {
 	}
 	for _, pn := range pns {
 		if pn.DeletionTimestamp != nil || condition.IsTrue(pn.Status.Conditions, multinetworkv1.PodNetworkConditionInUse) {
+			keys = append(keys, pn.Name)
+		}
+	}
+	return keys
+}
+
+// segmentKeys: every netclass PodNetwork with a segment (cluster-scoped, an
+// admin's few), for a change an admin made.
+func (c *Controller) segmentKeys(any) []string {
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, pn := range pns {
+		if pn.Spec.Provider == contract.Provider && netspec.PodNetworkHolder(pn).Segment.Kind != "" {
 			keys = append(keys, pn.Name)
 		}
 	}
