@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/test/e2e/harness"
@@ -84,11 +85,7 @@ func TestNetworkQoSRateFollowsOnRunningPods(t *testing.T) {
 // so, an Event marks it; removing objects brings Applied back.
 func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
 	e := harness.Shared(t)
-	n := e.BridgeNet(t, "e2e-fail", "net")
-	src := harness.PodOn(e.Node, n.Namespace, "src", "net")
-	src.Labels = map[string]string{"app": "src"}
-	e.RunPods(t, src)
-	e.Attached(t, n.Namespace, "src", "net", "net1")
+	n := runSrc(t, e, "e2e-fail")
 	qoses := e.NC.NetclassV1alpha1().NetworkQoSes(n.Namespace)
 	objects := qos.MaxRules/ncv1.MaxNetworkQoSRules + 1
 	for i := range objects {
@@ -116,16 +113,7 @@ func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
 			}
 			return false, fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, ready), nil
 		})
-	// Events are sent in the background by the daemon's broadcaster.
-	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "an ApplyFailed event on NetworkQoS many-00",
-		func(ctx context.Context) (bool, string, error) {
-			evs, err := e.Kube.CoreV1().Events(n.Namespace).List(ctx, metav1.ListOptions{
-				FieldSelector: fields.Set{"involvedObject.name": "many-00", "reason": ncv1.ReasonApplyFailed}.String()})
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return len(evs.Items) > 0, fmt.Sprintf("%d events", len(evs.Items)), nil
-		})
+	waitEvent(t, e, n.Namespace, "many-00", ncv1.ReasonApplyFailed)
 	for i := 1; i < objects; i++ {
 		if err := qoses.Delete(testbed.Context(t, time.Minute), fmt.Sprintf("many-%02d", i), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -142,11 +130,7 @@ func TestNetworkQoSApplyFailedIsReported(t *testing.T) {
 // the message goes once the object fits.
 func TestNetworkQoSRulesLeftOutAreReported(t *testing.T) {
 	e := harness.Shared(t)
-	n := e.BridgeNet(t, "e2e-leftout", "net")
-	src := harness.PodOn(e.Node, n.Namespace, "src", "net")
-	src.Labels = map[string]string{"app": "src"}
-	e.RunPods(t, src)
-	e.Attached(t, n.Namespace, "src", "net", "net1")
+	n := runSrc(t, e, "e2e-leftout")
 	obj := &ncv1.NetworkQoS{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: "wide"},
 		Spec: ncv1.NetworkQoSSpec{NetworkSelectors: netclassNetworks(), PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "src"}}}}
 	const perRule = 32 // the schema's bound of a rule's destinations
@@ -178,15 +162,7 @@ func TestNetworkQoSRulesLeftOutAreReported(t *testing.T) {
 			}
 			return false, fmt.Sprintf("nodes %+v, Ready %+v", q.Status.Nodes, ready), nil
 		})
-	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "a NetworkQoSIgnored event on NetworkQoS wide",
-		func(ctx context.Context) (bool, string, error) {
-			evs, err := e.Kube.CoreV1().Events(n.Namespace).List(ctx, metav1.ListOptions{
-				FieldSelector: fields.Set{"involvedObject.name": "wide", "reason": "NetworkQoSIgnored"}.String()})
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return len(evs.Items) > 0, fmt.Sprintf("%d events", len(evs.Items)), nil
-		})
+	waitEvent(t, e, n.Namespace, "wide", contract.ReasonNetworkQoSIgnored)
 	// within the bound: the message goes
 	q, err := qoses.Get(testbed.Context(t, time.Minute), "wide", metav1.GetOptions{})
 	if err != nil {
@@ -217,4 +193,30 @@ func ruleTo(r ncv1.Rule) []ncv1.Destination {
 		return nil
 	}
 	return r.Classifier.To
+}
+
+// runSrc runs pod src (app=src) attached as net1 to a new bridge network.
+func runSrc(t *testing.T, e *harness.Env, prefix string) harness.BridgeNet {
+	t.Helper()
+	n := e.BridgeNet(t, prefix, "net")
+	src := harness.PodOn(e.Node, n.Namespace, "src", "net")
+	src.Labels = map[string]string{"app": "src"}
+	e.RunPods(t, src)
+	e.Attached(t, n.Namespace, "src", "net", "net1")
+	return n
+}
+
+// waitEvent waits for an Event of reason on the object name of namespace
+// ns (Events are sent in the background by the daemons' broadcasters).
+func waitEvent(t *testing.T, e *harness.Env, ns, name, reason string) {
+	t.Helper()
+	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, fmt.Sprintf("a %s event on %s", reason, name),
+		func(ctx context.Context) (bool, string, error) {
+			evs, err := e.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+				FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.String()})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return len(evs.Items) > 0, fmt.Sprintf("%d events", len(evs.Items)), nil
+		})
 }
