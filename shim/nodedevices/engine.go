@@ -14,6 +14,7 @@ package nodedevices
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -89,7 +90,7 @@ func (e *Engine) ensure(n network.Network) (*segment.Devices, error) {
 			return nil, err
 		}
 		d := vni.Devices(c)
-		e.remember(d.Bridge, c.DataDir)
+		e.remember(d.Bridge, n.Config)
 		d.Locks = e.locks(d.Bridge, func(dir string) attach.LockFile { return vni.LockFile(dir, c.VNI) })
 		return &d, ensureVXLAN(c, d.Locks)
 	case netconf.TypeVLAN:
@@ -98,19 +99,27 @@ func (e *Engine) ensure(n network.Network) (*segment.Devices, error) {
 			return nil, err
 		}
 		d := trunk.Devices(c)
-		e.remember(d.Bridge, c.DataDir)
+		e.remember(d.Bridge, n.Config)
 		d.Locks = e.locks(d.Bridge, func(dir string) attach.LockFile { return trunk.BridgeLock(dir, d.Bridge) })
 		return &d, ensureVLAN(c, d.Locks)
 	}
 	return nil, nil
 }
 
-// remember notes the dataDir the config of bridge's network names.
-func (e *Engine) remember(bridge, dataDir string) {
+// remember notes the dataDir config, bridge's network's, names (none: its
+// plugins use the default, which DataDirs holds in netclass-dra).
+func (e *Engine) remember(bridge string, config []byte) {
+	var named struct {
+		DataDir string `json:"dataDir"`
+	}
+	if json.Unmarshal(config, &named) != nil || named.DataDir == "" {
+		delete(e.own, bridge)
+		return
+	}
 	if e.own == nil {
 		e.own = map[string]string{}
 	}
-	e.own[bridge] = dataDir
+	e.own[bridge] = named.DataDir
 }
 
 // locks is the lock of bridge's segment in each of the engine's dataDirs,
