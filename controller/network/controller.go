@@ -145,19 +145,29 @@ func (c *Controller) segments() segment.Listers {
 	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.byCluster, ClusterNetworks: c.clusterNetworks}
 }
 
-// clusterKeys: the Networks of a ClusterNetwork and those on the segments
-// they name (its type or VLAN master changing, or it going, moves their
-// segments).
+// clusterKeys: the Networks of a ClusterNetwork and the Networks naming the
+// same segment IDs (its type or VLAN master changing, or it going, moves
+// their segments): index lookups only, however many it has.
 func (c *Controller) clusterKeys(obj any) []string {
 	cn, ok := obj.(*netclassv1alpha1.ClusterNetwork)
 	if !ok {
 		return nil
 	}
 	keys := c.keysOf(cn.Name)
+	ids := map[string]bool{}
 	for _, k := range keys {
-		if obj, exists, err := c.byCluster.GetByKey(k); err == nil && exists {
-			keys = append(keys, c.networkKeys(obj)...)
+		obj, exists, err := c.byCluster.GetByKey(k)
+		if err != nil || !exists {
+			continue
 		}
+		named, _ := segment.IndexID(obj)
+		for _, id := range named {
+			ids[id] = true
+		}
+	}
+	for id := range ids {
+		same, _ := c.byCluster.IndexKeys(segment.ByID, id)
+		keys = append(keys, same...)
 	}
 	return keys
 }

@@ -51,4 +51,11 @@ func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
 	if want := []string{"t1/mine", "t2/same-vni", "t3/same-vni-elsewhere", "t4/orphan"}; !slices.Equal(got, want) {
 		t.Fatalf("an event of t4/orphan (ClusterNetwork gone) queues %v, want %v", got, want)
 	}
+	// a ClusterNetwork's event: its Networks and those naming their IDs
+	got = c.clusterKeys(cn("overlay2"))
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if want := []string{"t1/mine", "t2/same-vni", "t3/same-vni-elsewhere", "t4/orphan"}; !slices.Equal(got, want) {
+		t.Fatalf("an event of ClusterNetwork overlay2 queues %v, want %v", got, want)
+	}
 }

@@ -25,6 +25,7 @@ import (
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/message"
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
@@ -220,13 +221,7 @@ func fromNodes(nodes []netclassv1alpha1.NetworkQoSNodeStatus) (metav1.Condition,
 }
 
 // truncate keeps a condition message within the API's limit.
-func truncate(msg string) string {
-	const limit = 32768
-	if len(msg) <= limit {
-		return msg
-	}
-	return msg[:limit-3] + "..."
-}
+func truncate(msg string) string { return message.Truncate(msg, 32768) }
 
 // selected counts the netclass networks q selects: PodNetworks of provider netclass.dev
 // and Networks of q's namespace, by the selector of each type (unset networkSelectors

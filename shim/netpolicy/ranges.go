@@ -42,7 +42,8 @@ func rangesOf(p *networkingv1.NetworkPolicy, peers []networkingv1.NetworkPolicyP
 		return v4, v6, err
 	}
 	m.mu.Lock()
-	if n := len(v4) + len(v6); m.rangesKept+n <= MemoBudget { // past it: computed again when named again
+	_, kept := m.ranges[key]                                           // computed meanwhile by another caller
+	if n := len(v4) + len(v6); !kept && m.rangesKept+n <= MemoBudget { // past it: computed again when named again
 		m.rangesKept += n
 		m.ranges[key] = memoRanges{v4: slices.Clone(v4), v6: slices.Clone(v6)}
 	}

@@ -41,6 +41,9 @@ func (m *Memo[T]) Get(key string, resolve func() (T, error)) (T, error) {
 	e.v, e.err = resolve()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if kept, ok := m.seen[key]; ok { // resolved meanwhile by another caller
+		return kept.v, kept.err
+	}
 	if m.Size != nil {
 		n := m.Size(e.v)
 		if m.kept+n > m.Budget {

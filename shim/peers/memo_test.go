@@ -2,6 +2,7 @@ package peers
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -31,5 +32,36 @@ func TestMemoKeepsWithinItsBudget(t *testing.T) {
 	}
 	if calls["unbounded"] != 1 {
 		t.Fatalf("an unbounded Memo resolved %d times", calls["unbounded"])
+	}
+}
+
+// Two callers resolving one key at once count it once against the budget.
+func TestMemoCountsAKeyResolvedTwiceAtOnceOnce(t *testing.T) {
+	m := Memo[[]int]{Size: func(v []int) int { return len(v) }, Budget: 8}
+	var mu sync.Mutex
+	entered, both := 0, make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.Get("a", func() ([]int, error) {
+				mu.Lock()
+				if entered++; entered == 2 {
+					close(both)
+				}
+				mu.Unlock()
+				<-both // both callers missed the key
+				return make([]int, 3), nil
+			})
+		}()
+	}
+	wg.Wait()
+	resolved := 0
+	for range 2 {
+		m.Get("b", func() ([]int, error) { resolved++; return make([]int, 3), nil })
+	}
+	if resolved != 1 {
+		t.Fatalf("b (3 of the 8 left after a's 3) resolved %d times: a was counted twice", resolved)
 	}
 }

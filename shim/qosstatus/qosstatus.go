@@ -24,6 +24,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/message"
 	"github.com/netclass-dev/netclass/shim/render"
 	"github.com/netclass-dev/netclass/shim/ruleagent"
 )
@@ -111,10 +112,7 @@ func summary(first string, n int, format string) string {
 	if n > 1 {
 		first = fmt.Sprintf(format, n, first)
 	}
-	if len(first) > maxMessage {
-		first = first[:maxMessage-3] + "..."
-	}
-	return first
+	return message.Truncate(first, maxMessage)
 }
 
 // Client applies a NetworkQoS's status.

@@ -292,8 +292,10 @@ func (r *resolver) selected(namespace string, tos []ncv1.Destination, net networ
 		inRule[key] = true
 		if addrs = append(addrs, a...); len(addrs) > r.left {
 			if addrs = sortedSet(addrs); len(addrs) > r.left {
-				return nil, fmt.Errorf("its destination selectors select more than the %d addresses left of the %d netclass classifies for one attachment",
-					r.left, MaxSelectedAddresses)
+				// no count of what is left: it follows other rules' pods, and the
+				// message goes into the object's status, written when it changes
+				return nil, fmt.Errorf("its destination selectors select more addresses than are left of the %d netclass classifies for one attachment",
+					MaxSelectedAddresses)
 			}
 		}
 	}
