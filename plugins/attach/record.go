@@ -81,7 +81,7 @@ func (s Store) Put(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode record of %s/%s: %w", r.ContainerID, r.IfName, err)
 	}
-	return writeFile(p, data)
+	return WriteFile(p, data)
 }
 
 // Get reads a record; a missing record returns (nil, nil).
@@ -157,10 +157,10 @@ func readRecord(p string) (*Record, error) {
 	return r, nil
 }
 
-// writeFile replaces path with data through a temporary file and a rename,
+// WriteFile replaces path with data through a temporary file and a rename,
 // so that readers see the old or the new content, never a torn file (not
 // fsynced: see Put).
-func writeFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error {
 	f, err := createTemp(filepath.Dir(path))
 	if err != nil {
 		return err

@@ -285,7 +285,7 @@ func (d *Daemon) newPublisher(ctx context.Context, objs network.Listers) {
 	if d.cfg.NoSharedDevices {
 		mode = publish.Slots
 	}
-	d.devices = newDeviceLoop(&nodedevices.Engine{DataDirs: []string{render.StateDir, nadfile.DataDir}}, nadfiles.Dir{Path: d.cfg.nadDir(), AgentDir: d.cfg.ForeignRecordDir})
+	d.devices = newDeviceLoop(&nodedevices.Engine{DataDirs: []string{render.StateDir, nadfile.DataDir}, StateFile: filepath.Join(d.cfg.StateDir, nodedevices.StateFileName)}, nadfiles.Dir{Path: d.cfg.nadDir(), AgentDir: d.cfg.ForeignRecordDir})
 	collect := newCollector(ctx, objs, network.LocalHost{}, d.cfg.NodeName)
 	collect.offered = d.devices.Offer
 	d.publisher = publish.New(collect, publish.Options{Pool: d.cfg.NodeName, Mode: mode, Slots: d.cfg.Slots, VFs: d.cfg.VFs,

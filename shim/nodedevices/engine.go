@@ -44,8 +44,15 @@ type Engine struct {
 	DataDirs []string
 	// own is, by bridge, the dataDir a network's config names beyond
 	// DataDirs (an admin's PodNetwork may name its own): its plugins lock
-	// there, so the engine does too, while the bridge is known to it.
+	// there, so the engine does too, until it removes the bridge.
 	own map[string]string
+	// StateFile keeps own across restarts ("": in memory only): a network
+	// gone while netclass-dra was down still has its devices removed
+	// under, and its lock file removed from, the dataDir it named.
+	StateFile string
+	// saved is own as StateFile holds it; loaded: StateFile was read.
+	saved  map[string]string
+	loaded bool
 }
 
 // Result is what one Sync found and did.
@@ -61,7 +68,7 @@ type Result struct {
 func (e *Engine) Sync(ctx context.Context, nets []network.Network) (Result, error) {
 	res := Result{Devices: map[string][]string{}}
 	wanted := map[string]bool{} // bridge names of offered segments
-	var errs []error
+	errs := []error{e.load()}
 	for _, n := range nets {
 		d, err := e.ensure(n)
 		if d != nil {
@@ -77,7 +84,7 @@ func (e *Engine) Sync(ctx context.Context, nets []network.Network) (Result, erro
 	}
 	removed, err := e.removeUnwanted(ctx, wanted)
 	res.Removed = removed
-	return res, errors.Join(append(errs, err)...)
+	return res, errors.Join(append(errs, err, e.save())...)
 }
 
 // ensure makes n's node devices exist and returns them; nil for a network
@@ -198,6 +205,11 @@ func (e *Engine) removeUnwanted(ctx context.Context, wanted map[string]bool) ([]
 			delete(e.own, d.Bridge)
 			klog.FromContext(ctx).Info("Removed the node devices of a network that is gone", "network", d.Network, "bridge", d.Bridge, "uplink", d.Uplink)
 			removed = append(removed, d.Bridge, d.Uplink)
+		}
+	}
+	for bridge := range e.own {
+		if !wanted[bridge] && !seen[bridge] {
+			delete(e.own, bridge) // its devices went without the engine (a reboot)
 		}
 	}
 	return removed, errors.Join(errs...)

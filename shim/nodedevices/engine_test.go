@@ -206,17 +206,41 @@ func TestEngineWaitsForEveryDataDirsPlugins(t *testing.T) {
 // TestEngineLocksANetworksOwnDataDir: a network whose config names a
 // dataDir of its own (an admin's PodNetwork) has its plugins lock there:
 // the engine waits for that lock too before removing its devices, and
-// removes its file with them.
+// removes its file with them — also when the network went while
+// netclass-dra was down (a new engine, reading the state file).
 func TestEngineLocksANetworksOwnDataDir(t *testing.T) {
-	ns := node(t)
-	e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}}
-	own := t.TempDir()
-	n := vxlanNet("blue", 4600, "10.77.0.2")
-	n.Config = []byte(strings.Replace(string(n.Config), `"type"`, fmt.Sprintf(`"dataDir":%q,"type"`, own), 1))
-	if _, err := sync(t, ns, e, n); err != nil {
-		t.Fatal(err)
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			ns := node(t)
+			state := filepath.Join(t.TempDir(), nodedevices.StateFileName)
+			e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}, StateFile: state}
+			own := t.TempDir()
+			n := vxlanNet("blue", 4600, "10.77.0.2")
+			n.Config = []byte(strings.Replace(string(n.Config), `"type"`, fmt.Sprintf(`"dataDir":%q,"type"`, own), 1))
+			if _, err := sync(t, ns, e, n); err != nil {
+				t.Fatal(err)
+			}
+			if restart {
+				e = &nodedevices.Engine{DataDirs: e.DataDirs, StateFile: state}
+			}
+			waitsForOwnLock(t, ns, e, own, 4600)
+			if ns.HasLink(t, "ncbr4600") {
+				t.Fatal("the devices stay after the plugin's lock was released")
+			}
+			if data, err := os.ReadFile(state); err != nil || strings.Contains(string(data), "ncbr4600") {
+				t.Errorf("the state file still names the removed bridge: %s, %v", data, err)
+			}
+		})
 	}
-	release, err := vni.LockFile(own, 4600).Lock() // its plugin's ADD
+}
+
+// waitsForOwnLock holds the lock of VNI id in dataDir (a plugin's ADD)
+// while e syncs with no network offered, and checks that e waits for it,
+// then removes its file.
+func waitsForOwnLock(t *testing.T, ns *nstest.NS, e *nodedevices.Engine, dataDir string, id int) {
+	t.Helper()
+	lock := filepath.Join(dataDir, "locks", fmt.Sprintf("vxlan-%d.lock", id))
+	release, err := vni.LockFile(dataDir, id).Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,17 +251,51 @@ func TestEngineLocksANetworksOwnDataDir(t *testing.T) {
 			return err
 		})
 	}()
-	lock := filepath.Join(own, "locks", "vxlan-4600.lock")
 	locktest.WaitForWaiter(t, locktest.Inode(t, lock), done, "the engine went on while the network's plugin held the VNI's lock in its own dataDir")
 	release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if ns.HasLink(t, "ncbr4600") {
-		t.Fatal("the devices stay after the plugin's lock was released")
-	}
 	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("lock file %s outlived its devices: %v", lock, err)
+	}
+}
+
+// TestEngineStateFile: a state file the engine cannot read (another
+// version, not JSON) is reported once and replaced at the next change;
+// the engine works meanwhile. An entry for a bridge that is neither
+// offered nor on the node (gone with a reboot) is dropped.
+func TestEngineStateFile(t *testing.T) {
+	for name, content := range map[string]string{
+		"newer":      `{"version":2,"dataDirs":{"ncbr4700":"/elsewhere"}}`,
+		"not JSON":   `{"version":`,
+		"stale only": `{"version":1,"dataDirs":{"ncbr4799":"/gone-with-a-reboot"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := node(t)
+			state := filepath.Join(t.TempDir(), nodedevices.StateFileName)
+			if err := os.WriteFile(state, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			e := &nodedevices.Engine{DataDirs: []string{t.TempDir()}, StateFile: state}
+			own := t.TempDir()
+			n := vxlanNet("blue", 4700, "10.77.0.2")
+			n.Config = []byte(strings.Replace(string(n.Config), `"type"`, fmt.Sprintf(`"dataDir":%q,"type"`, own), 1))
+			_, err := sync(t, ns, e, n)
+			if stale := name == "stale only"; stale != (err == nil) {
+				t.Fatalf("first sync's error: %v", err)
+			}
+			if !ns.HasLink(t, "ncbr4700") {
+				t.Fatal("the engine did not make the network's devices")
+			}
+			want := fmt.Sprintf(`{"version":1,"dataDirs":{"ncbr4700":%q}}`, own)
+			if data, err := os.ReadFile(state); err != nil || string(data) != want {
+				t.Fatalf("state file: %s, %v; want %s", data, err, want)
+			}
+			if _, err := sync(t, ns, e, n); err != nil {
+				t.Fatalf("second sync: %v", err)
+			}
+		})
 	}
 }
 
