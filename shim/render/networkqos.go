@@ -70,13 +70,15 @@ func SelectsNAD(sel *ncv1.NetworkAttachmentDefinitionSelector, nad *NAD) (bool, 
 // Selectors are written by namespace users and resolve to as many pods as
 // they select: each distinct destination is resolved once per call, a
 // rule's addresses are counted once, and the rules of one attachment
-// classify at most MaxSelectedAddresses addresses; a rule over what is left
-// is dropped with an error naming it. (More rules than qos.MaxRules fail
-// the attachment's plan as a whole: ApplyFailed in the objects' status.)
+// classify at most MaxSelectedAddresses addresses, given to the rules in
+// the order they take precedence (the highest priority first): a rule over
+// what is left is dropped with an error naming it, never one that would
+// win over it. (More rules than qos.MaxRules fail the attachment's plan as
+// a whole: ApplyFailed in the objects' status.)
 func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rule, selected []string, err error) {
 	sorted := append([]*ncv1.NetworkQoS(nil), objs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	res := &resolver{peers: peers, seen: map[string][]netip.Addr{}, left: MaxSelectedAddresses}
+	var slots []ruleSlot // every selected object's rules, in name order
 	var errs []error
 	for _, obj := range sorted {
 		ok, err := Selects(obj, target)
@@ -84,22 +86,49 @@ func Rules(objs []*ncv1.NetworkQoS, target Target, peers Peers) (rules []qos.Rul
 			errs = append(errs, &IgnoredRule{Namespace: obj.Namespace, Name: obj.Name, Err: err})
 			continue
 		}
-		if !ok {
-			continue
-		}
-		selected = append(selected, obj.Name)
-		for i, r := range obj.Spec.Egress {
-			rule, keep, err := compileRule(obj, i, r, target, res)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if keep {
-				rules = append(rules, rule)
+		if ok {
+			selected = append(selected, obj.Name)
+			for i := range obj.Spec.Egress {
+				slots = append(slots, ruleSlot{obj: obj, index: i})
 			}
 		}
 	}
+	res := &resolver{peers: peers, seen: map[string][]netip.Addr{}, left: MaxSelectedAddresses}
+	for _, k := range byPrecedence(slots) {
+		s := &slots[k]
+		s.rule, s.keep, s.err = compileRule(s.obj, s.index, s.obj.Spec.Egress[s.index], target, res)
+	}
+	for _, s := range slots {
+		if s.err != nil {
+			errs = append(errs, s.err)
+		} else if s.keep {
+			rules = append(rules, s.rule)
+		}
+	}
 	return rules, selected, errors.Join(errs...)
+}
+
+// ruleSlot is spec.egress[index] of obj and what it compiled to.
+type ruleSlot struct {
+	obj   *ncv1.NetworkQoS
+	index int
+	rule  qos.Rule
+	keep  bool
+	err   error
+}
+
+// byPrecedence orders slots' indexes as the plan takes precedence among the
+// rules (conf/qos): the highest priority first, a later rule first among
+// equal ones.
+func byPrecedence(slots []ruleSlot) []int {
+	order := make([]int, len(slots))
+	for k := range order {
+		order[k] = len(slots) - 1 - k
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return rulePriority(slots[b].obj, slots[b].index) - rulePriority(slots[a].obj, slots[a].index)
+	})
+	return order
 }
 
 // Selects reports whether a NetworkQoS applies to the pod on the network.
@@ -220,7 +249,7 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolv
 // selectors: its DSCP, bandwidth, ports and ipBlocks.
 func staticRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule) qos.Rule {
 	dscp := int(r.DSCP)
-	out := qos.Rule{Priority: int(obj.Spec.Priority)*ncv1.MaxNetworkQoSRules + i, DSCP: &dscp}
+	out := qos.Rule{Priority: rulePriority(obj, i), DSCP: &dscp}
 	if r.Bandwidth != nil && r.Bandwidth.Rate != nil {
 		out.Bandwidth = &qos.Bandwidth{Rate: *r.Bandwidth.Rate}
 		if r.Bandwidth.Burst != nil {
@@ -244,6 +273,11 @@ func staticRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule) qos.Rule {
 		}
 	}
 	return out
+}
+
+// rulePriority is the qos priority of obj's spec.egress[i] (see Rules).
+func rulePriority(obj *ncv1.NetworkQoS, i int) int {
+	return int(obj.Spec.Priority)*ncv1.MaxNetworkQoSRules + i
 }
 
 func ipBlock(b *ncv1.IPBlock) qos.Peer {

@@ -80,23 +80,39 @@ func TestRulesResolveEachDestinationOnce(t *testing.T) {
 }
 
 // The rules of one attachment classify at most MaxSelectedAddresses
-// addresses: a rule over what is left is dropped, named, and the others
-// stay.
+// addresses, given in the order the rules take precedence (as conf/qos's
+// plan orders them): a rule over what is left is dropped, named, never one
+// that wins over a rule kept, and the others stay.
 func TestRulesBoundTheSelectedAddresses(t *testing.T) {
-	per := MaxSelectedAddresses/3 + 1 // the third rule no longer fits
-	peers := &countingPeers{addrs: addrs(per)}
-	obj := nqos("wide", 1, func(o *ncv1.NetworkQoS) {
-		o.Spec.Egress = []ncv1.Rule{everyPod(10, 1), everyPod(12, 1), everyPod(14, 1),
-			{DSCP: 16, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: "192.0.2.0/24"}}}}}}
-	})
-	rules, _, err := Rules([]*ncv1.NetworkQoS{obj}, Target{Namespace: "games", Network: network.Default()}, peers)
-	want := fmt.Sprintf("NetworkQoS games/wide spec.egress[2]: its destination selectors select more addresses than are left of the %d",
-		MaxSelectedAddresses)
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %v, want one containing %q", err, want)
+	ipBlockRule := ncv1.Rule{DSCP: 16, Classifier: &ncv1.Classifier{To: []ncv1.Destination{{IPBlock: &ncv1.IPBlock{CIDR: "192.0.2.0/24"}}}}}
+	one := func(name string, priority, dscp int32) *ncv1.NetworkQoS {
+		return nqos(name, priority, func(o *ncv1.NetworkQoS) { o.Spec.Egress = []ncv1.Rule{everyPod(dscp, 1)} })
 	}
-	if got := dscpsOf(rules); got != "[10 12 16]" {
-		t.Fatalf("rules of DSCP %s kept, want [10 12 16]", got)
+	for name, tc := range map[string]struct {
+		fit       int // rules whose addresses fit
+		objs      []*ncv1.NetworkQoS
+		leftOut   string
+		wantDSCPs string // in the objects' name order
+	}{
+		"the first rules of an object": {fit: 2, objs: []*ncv1.NetworkQoS{nqos("wide", 1, func(o *ncv1.NetworkQoS) {
+			o.Spec.Egress = []ncv1.Rule{everyPod(10, 1), everyPod(12, 1), everyPod(14, 1), ipBlockRule}
+		})}, leftOut: "NetworkQoS games/wide spec.egress[0]", wantDSCPs: "[12 14 16]"},
+		"the lowest priority, whatever its name": {fit: 2, objs: []*ncv1.NetworkQoS{one("a-low", 1, 10), one("m-high", 3, 30), one("z-mid", 2, 20)},
+			leftOut: "NetworkQoS games/a-low spec.egress[0]", wantDSCPs: "[30 20]"},
+		"the first name among equal priorities": {fit: 1, objs: []*ncv1.NetworkQoS{one("b", 1, 20), one("a", 1, 10)},
+			leftOut: "NetworkQoS games/a spec.egress[0]", wantDSCPs: "[20]"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			peers := &countingPeers{addrs: addrs(MaxSelectedAddresses/(tc.fit+1) + 1)} // one rule more does not fit
+			rules, _, err := Rules(tc.objs, Target{Namespace: "games", Network: network.Default()}, peers)
+			want := fmt.Sprintf("%s: its destination selectors select more addresses than are left of the %d", tc.leftOut, MaxSelectedAddresses)
+			if err == nil || !strings.Contains(err.Error(), want) || len(IgnoredRules(err)) != 1 {
+				t.Fatalf("error %v, want only one, containing %q", err, want)
+			}
+			if got := dscpsOf(rules); got != tc.wantDSCPs {
+				t.Fatalf("rules of DSCP %s kept, want %s", got, tc.wantDSCPs)
+			}
+		})
 	}
 }
 
