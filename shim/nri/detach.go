@@ -5,6 +5,8 @@ package nri
 import (
 	"context"
 	"errors"
+	"slices"
+	"time"
 
 	"github.com/containerd/nri/pkg/api"
 	"k8s.io/apimachinery/pkg/types"
@@ -112,17 +114,47 @@ func (p *Plugin) detachOnce(ctx context.Context, pod *api.PodSandbox) error {
 	}
 	defer release()
 	var errs []error
+	var left []types.UID
 	for _, c := range claims {
 		for i, d := range c.Devices {
 			if a, ok := d.Attachment(pod.GetId()); ok {
 				errs = append(errs, p.detach(ctx, c.UID, i, d, podOf(c, a.PodUID), *a))
+				left = append(left, c.UID)
 			}
 		}
 	}
+	p.rewriteShared(left)
 	if err = errors.Join(errs...); err == nil {
 		p.epochs.forget(pod.GetId())
 	}
 	return err
+}
+
+// rewriteShared rewrites, in the background, the statuses of the claims a
+// sandbox left that other pods still use, so that their status no longer
+// names it (its interface and addresses in the pods' list, or as the
+// device's latest). A claim no pod uses any more keeps its last status
+// until it is unprepared: it goes with its pod, and a write per pod
+// deleted would load the API server during churn for nothing.
+func (p *Plugin) rewriteShared(uids []types.UID) {
+	var used []types.UID
+	for _, uid := range slices.Compact(uids) {
+		if c, ok := p.Store.Get(uid); ok && slices.ContainsFunc(c.Devices, func(d checkpoint.Device) bool { return len(d.Attachments) > 0 }) {
+			used = append(used, uid)
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.logCtx, time.Minute)
+		defer cancel()
+		for _, uid := range used {
+			p.statuses.Write(ctx, uid, nil)
+		}
+	}()
 }
 
 // Detach removes every attachment left on a claim (Unprepare).

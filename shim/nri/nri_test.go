@@ -96,6 +96,37 @@ func TestRunAndStop(t *testing.T) {
 	}
 }
 
+// TestStopRewritesASharedClaimsStatus: a sandbox leaving a claim other
+// pods still use has the claim's status rewritten without it; a claim it
+// was the only user of keeps its status (it goes with its pod).
+func TestStopRewritesASharedClaimsStatus(t *testing.T) {
+	h := newHarness(t)
+	shared := claimRec("c1", "a", 0, "p1", dev("blue", ""))
+	shared.Pods = append(shared.Pods, checkpoint.Pod{UID: "p2", Namespace: "ns", Name: "pod-p2"})
+	h.put(t, shared)
+	h.put(t, claimRec("c2", "b", 1, "p1", dev("red", "")))
+	for _, sb := range []*api.PodSandbox{h.sandbox("sb1", "p1"), h.sandbox("sb2", "p2")} {
+		if err := h.plugin.RunPodSandbox(context.Background(), sb); err != nil {
+			t.Fatal(err)
+		}
+		h.timing(t)
+	}
+	h.plugin.Wait()
+	if got := h.reporter.statuses["a"]; len(got) != 2 {
+		t.Fatalf("shared claim's status %v, want both pods", got)
+	}
+	if err := h.plugin.StopPodSandbox(context.Background(), h.sandbox("sb1", "p1")); err != nil {
+		t.Fatal(err)
+	}
+	h.plugin.Wait()
+	if got := h.reporter.statuses["a"]; !slices.Equal(got, []string{"blue-dev net1"}) {
+		t.Fatalf("shared claim's status after one pod stopped: %v, want the other pod's only", got)
+	}
+	if got := h.reporter.statuses["b"]; !slices.Equal(got, []string{"red-dev net2"}) {
+		t.Fatalf("the stopped pod's own claim's status was rewritten: %v", got)
+	}
+}
+
 // TestPluginWarningsBecomePodEvents: what a plugin warned of while
 // attaching (the default queue missing from the kernel) is a Warning Event
 // on the pod, naming the interface and the network.

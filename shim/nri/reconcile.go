@@ -79,6 +79,9 @@ func (p *Plugin) dropStale(ctx context.Context, running map[string]*api.PodSandb
 		}
 		d, a := p.dropStaleOf(ctx, listed.UID, running, epoch)
 		release()
+		if d > 0 {
+			p.rewriteShared([]types.UID{listed.UID})
+		}
 		dropped, adopted = dropped+d, adopted+a
 	}
 	return dropped, adopted
