@@ -87,7 +87,10 @@ func TestSync(t *testing.T) {
 
 // A list whose records the agent reads starts its ports closed (the agent
 // opens them once their policy is in place); one keeping its records
-// elsewhere, or with no agent reading any, starts them open.
+// elsewhere, or with no agent reading any, starts them open. A NAD's
+// records are in the default store also when the network's config names
+// a dataDir (its claims'), so the agent reading the default store covers
+// them.
 func TestSyncStartsClosedWhereTheAgentReads(t *testing.T) {
 	own := net("blue", "own", "netclass-bridge")
 	own.Config = json.RawMessage(`{"cniVersion":"1.1.0","name":"x","type":"netclass-bridge","bridge":"b0","dataDir":"/srv/records"}`)
@@ -99,8 +102,8 @@ func TestSyncStartsClosedWhereTheAgentReads(t *testing.T) {
 	}{
 		{"the agent reads the default store", "/var/lib/cni/netclass", net("blue", "vx", "netclass-bridge"), true},
 		{"no agent", "", net("blue", "vx", "netclass-bridge"), false},
-		{"the network keeps its records elsewhere", "/var/lib/cni/netclass", own, false},
-		{"the agent reads that store", "/srv/records/", own, true},
+		{"the network keeps its claims' records elsewhere", "/var/lib/cni/netclass", own, true},
+		{"the agent reads another store", "/srv/records/", own, false},
 	} {
 		state := t.TempDir()
 		d := Dir{Path: filepath.Join(state, nadfile.Subdir), AgentDir: c.agentDir}

@@ -15,8 +15,11 @@ import (
 // gets (ConfList), except that
 //   - its attachment records live under nadfile.DataDir, apart from the
 //     claims', so netclass-dra's CNI GC (which knows only its claims) never
-//     removes them; host-local's reservations stay shared with the claims'
-//     (the same node block, no address handed out twice);
+//     removes them — also for a network whose config names a dataDir of
+//     its own, which is its claims' (a network that names nadfile.DataDir
+//     gets no list: the two would share it); host-local's reservations stay
+//     shared with the claims' (the same node block, no address handed out
+//     twice);
 //   - its port passes nothing until netclass-dra's agent has put its
 //     policy in place and opened it, as a claim's (startClosed), when the
 //     agent covers the attachment: agentDir, the plugins' record store the
@@ -39,9 +42,10 @@ func NADConfList(n network.Network, agentDir string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("render %s for its NAD: no main plugin", n.Ref)
 	}
-	if main["dataDir"] == StateDir {
-		main["dataDir"] = nadfile.DataDir
+	if dir, _ := main["dataDir"].(string); filepath.Clean(dir) == nadfile.DataDir {
+		return nil, fmt.Errorf("render %s for its NAD: its config's dataDir %s is where the attachments of generated NADs keep their records: its claims' would share it, and netclass-dra's CNI GC would remove the NADs'; name another", n.Ref, dir)
 	}
+	main["dataDir"] = nadfile.DataDir
 	main["portSecurity"] = map[string]any{"spoofCheck": true}
 	if dir, _ := main["dataDir"].(string); agentDir != "" && filepath.Clean(dir) == filepath.Clean(agentDir) {
 		setPortSecurity(main)

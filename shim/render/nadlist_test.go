@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -17,12 +18,14 @@ func TestNADConfList(t *testing.T) {
 			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
 		{"static addresses allowed", "", true, "",
 			`{"capabilities":{"bandwidth":true,"ips":true,"mac":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
-		{"the network's own dataDir and qos", `"dataDir":"/srv/x","qos":{"dscp":8},`, false, "",
-			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/srv/x","portSecurity":{"spoofCheck":true},"qos":{"dscp":8}}`},
+		{"the network's own dataDir is its claims': apart from them", `"dataDir":"/srv/x","qos":{"dscp":8},`, false, "",
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true},"qos":{"dscp":8}}`},
 		{"the agent covers the records: closed until it opens", "", false, "/var/lib/cni/netclass",
 			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true,"startClosed":true}}`},
-		{"the agent covers another store: open", `"dataDir":"/srv/x",`, false, "/var/lib/cni/netclass",
-			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/srv/x","portSecurity":{"spoofCheck":true}}`},
+		{"a network's own dataDir, the agent's store: closed until it opens", `"dataDir":"/srv/x",`, false, "/var/lib/cni/netclass",
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true,"startClosed":true}}`},
+		{"the agent covers another store: open", "", false, "/srv/agent",
+			`{"capabilities":{"bandwidth":true,"qos":true},"dataDir":"/var/lib/cni/netclass","portSecurity":{"spoofCheck":true}}`},
 	} {
 		n := bridgeNet(c.extra)
 		n.AllowStaticAddresses = c.static
@@ -47,5 +50,15 @@ func TestNADConfList(t *testing.T) {
 		if ipam["dataDir"] != IPAMStateDir {
 			t.Errorf("%s: host-local dataDir %v, want the claims' %s", c.name, ipam["dataDir"], IPAMStateDir)
 		}
+	}
+}
+
+// A network whose config names the NADs' store as its dataDir gets no NAD
+// list: its claims' records would share the store, and netclass-dra's CNI
+// GC of its claims would tear down the NADs' attachments.
+func TestNADConfListRefusesTheNADsStoreAsDataDir(t *testing.T) {
+	_, err := NADConfList(bridgeNet(`"dataDir":"/var/lib/cni/netclass/",`), "")
+	if err == nil || !strings.Contains(err.Error(), "dataDir /var/lib/cni/netclass/ is where the attachments of generated NADs keep their records") {
+		t.Fatalf("error %v", err)
 	}
 }
