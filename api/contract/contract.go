@@ -85,6 +85,10 @@ type ClaimStatusData struct {
 	// shows only the latest): NetworkPolicy and NetworkQoS peers are each
 	// selected pod's own addresses. Absent for a claim of one pod.
 	Pods []PodInterface `json:"pods,omitempty"`
+	// PodsOmitted counts the pods left out of Pods to keep the data within
+	// the API's 10 KiB (those attached last): they are no peer of a
+	// NetworkPolicy or NetworkQoS rule on the network until they fit.
+	PodsOmitted int `json:"podsOmitted,omitempty"`
 	// Bandwidth is the bandwidth the scheduler allocated to the claim on the
 	// device (its consumedCapacity "bandwidth", as a quantity of bits/s such
 	// as "30M"), which its attachment's egress is shaped to. Absent: none.

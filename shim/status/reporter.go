@@ -2,17 +2,18 @@ package status
 
 import (
 	"context"
-
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/conf/message"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 )
 
@@ -21,6 +22,9 @@ const (
 	EventPrepareFailed = "NetworkPrepareFailed"
 	EventAttachFailed  = "NetworkAttachFailed"
 	EventAttached      = "NetworkAttached"
+	// EventStatusRefused: the API server refused the claim's status as
+	// invalid.
+	EventStatusRefused = "NetworkStatusRefused"
 )
 
 // StatusWriter applies a claim's entries.
@@ -38,7 +42,7 @@ type Reporter struct {
 // each pod it is reserved for, and Ready=False entries for its devices.
 func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.ResourceClaim, devices []checkpoint.Device, err error) {
 	msg := err.Error()
-	r.Events.Event(claimRef(claim), corev1.EventTypeWarning, EventPrepareFailed, msg)
+	r.Events.Event(ClaimRef(claim.Namespace, claim.Name, claim.UID), corev1.EventTypeWarning, EventPrepareFailed, msg)
 	for _, c := range claim.Status.ReservedFor {
 		if c.Resource == "pods" && c.APIGroup == "" {
 			r.Events.Event(PodRef(claim.Namespace, c.Name, string(c.UID)), corev1.EventTypeWarning, EventPrepareFailed,
@@ -60,7 +64,7 @@ func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.Resourc
 
 // Warn records a Warning Event on the claim.
 func (r *Reporter) Warn(_ context.Context, claim *resourceapi.ResourceClaim, reason, message string) {
-	r.Events.Event(claimRef(claim), corev1.EventTypeWarning, reason, message)
+	r.Events.Event(ClaimRef(claim.Namespace, claim.Name, claim.UID), corev1.EventTypeWarning, reason, message)
 }
 
 // Unprepared removes netclass's entries from the claim's status (best effort:
@@ -73,8 +77,14 @@ func (r *Reporter) Unprepared(ctx context.Context, claim kubeletplugin.Namespace
 
 // Attached writes the status of every device of a claim from its record:
 // the latest attachment of each device, or the failure given for it.
+// A status the API server refuses as invalid (never retried: the claim
+// keeps its previous status) is also a Warning Event on the claim.
 func (r *Reporter) Attached(ctx context.Context, c *checkpoint.Claim, failures map[string]error) error {
-	return r.Status.Write(ctx, c.Namespace, c.Name, Entries(c, failures))
+	err := r.Status.Write(ctx, c.Namespace, c.Name, Entries(c, failures))
+	if apierrors.IsInvalid(err) {
+		r.Events.Event(ClaimRef(c.Namespace, c.Name, c.UID), corev1.EventTypeWarning, EventStatusRefused, message.Truncate("netclass.dev's status of the claim was refused, the previous one stays: "+err.Error(), 1024))
+	}
+	return err
 }
 
 // PodEvent records an Event on a pod.
@@ -129,6 +139,7 @@ func PodRef(namespace, name, uid string) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: types.UID(uid)}
 }
 
-func claimRef(c *resourceapi.ResourceClaim) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim", Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+// ClaimRef references a ResourceClaim for an Event.
+func ClaimRef(namespace, name string, uid types.UID) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim", Namespace: namespace, Name: name, UID: uid}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/bandwidth"
+	"github.com/netclass-dev/netclass/conf/message"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -71,15 +73,22 @@ func Apply(namespace, name string, entries []Entry, now time.Time) (*resourceac.
 }
 
 func deviceStatus(e Entry, now time.Time) (*resourceac.AllocatedDeviceStatusApplyConfiguration, error) {
-	data, err := json.Marshal(contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace,
-		NetworkClass: e.Network.Class, Pods: e.Pods, Bandwidth: bandwidthText(e.Bandwidth)})
+	data, err := statusData(e)
 	if err != nil {
 		return nil, err
 	}
+	var omitted []string
+	if n := len(e.IPs) - resourceapi.NetworkDeviceDataMaxIPs; n > 0 {
+		e.IPs = e.IPs[:resourceapi.NetworkDeviceDataMaxIPs]
+		omitted = append(omitted, fmt.Sprintf("%d addresses left out of networkData (%d at most)", n, resourceapi.NetworkDeviceDataMaxIPs))
+	}
+	if data.PodsOmitted > 0 {
+		omitted = append(omitted, fmt.Sprintf("%d pods' interfaces left out of data.pods (the data's %d bytes at most)", data.PodsOmitted, resourceapi.AllocatedDeviceStatusDataMaxLength))
+	}
 	dev := resourceac.AllocatedDeviceStatus().
 		WithDriver(contract.DriverName).WithPool(e.Pool).WithDevice(e.Device).
-		WithData(runtime.RawExtension{Raw: data}).
-		WithConditions(condition(e, now))
+		WithData(runtime.RawExtension{Raw: data.raw}).
+		WithConditions(condition(e, now, omitted))
 	if e.ShareID != "" {
 		dev.WithShareID(e.ShareID)
 	}
@@ -93,7 +102,36 @@ func deviceStatus(e Entry, now time.Time) (*resourceac.AllocatedDeviceStatusAppl
 	return dev, nil
 }
 
-func condition(e Entry, now time.Time) *metav1ac.ConditionApplyConfiguration {
+// encodedData is an entry's status data as written.
+type encodedData struct {
+	raw         []byte
+	PodsOmitted int
+}
+
+// statusData encodes the entry's data within the API's bound, with as
+// many of a shared claim's pods (the first attached first) as fit.
+func statusData(e Entry) (encodedData, error) {
+	d := contract.ClaimStatusData{PodNetwork: e.Network.Name, PodNetworkNamespace: e.Network.Namespace,
+		NetworkClass: e.Network.Class, Pods: e.Pods, Bandwidth: bandwidthText(e.Bandwidth)}
+	raw, err := json.Marshal(d)
+	if err != nil || len(raw) <= resourceapi.AllocatedDeviceStatusDataMaxLength {
+		return encodedData{raw: raw}, err
+	}
+	// The most pods that fit: a binary search over the count (the data
+	// grows with it), with the count left out written too.
+	fits := func(k int) ([]byte, bool) {
+		d.Pods, d.PodsOmitted = e.Pods[:k], len(e.Pods)-k
+		b, err := json.Marshal(d)
+		return b, err == nil && len(b) <= resourceapi.AllocatedDeviceStatusDataMaxLength
+	}
+	k := sort.Search(len(e.Pods)+1, func(k int) bool { _, ok := fits(k); return !ok }) - 1
+	if raw, ok := fits(max(k, 0)); ok {
+		return encodedData{raw: raw, PodsOmitted: len(e.Pods) - max(k, 0)}, nil
+	}
+	return encodedData{}, fmt.Errorf("status data of device %s: over the API's %d bytes without any pod's interface", e.Device, resourceapi.AllocatedDeviceStatusDataMaxLength)
+}
+
+func condition(e Entry, now time.Time, omitted []string) *metav1ac.ConditionApplyConfiguration {
 	status, reason, msg := metav1.ConditionFalse, e.Reason, e.Message
 	if e.Ready {
 		status = metav1.ConditionTrue
@@ -107,11 +145,11 @@ func condition(e Entry, now time.Time) *metav1ac.ConditionApplyConfiguration {
 			}
 		}
 	}
-	if len(msg) > 32768 {
-		msg = msg[:32768]
+	if len(omitted) > 0 {
+		msg += "; " + strings.Join(omitted, "; ")
 	}
 	return metav1ac.Condition().WithType(ConditionReady).WithStatus(status).
-		WithReason(reason).WithMessage(msg).WithLastTransitionTime(metav1.NewTime(now))
+		WithReason(reason).WithMessage(message.Truncate(msg, 32768)).WithLastTransitionTime(metav1.NewTime(now))
 }
 
 // bandwidthText is an allocation as a quantity ("30M"; "" for none).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 )
@@ -200,5 +203,74 @@ func TestWriterFallsBackToUpdate(t *testing.T) {
 	}
 	if nd := got.Status.Devices[1].NetworkData; nd == nil || nd.InterfaceName != "net1" || got.Status.Devices[1].Conditions[0].Reason != ReasonAttached {
 		t.Fatalf("entry %+v", got.Status.Devices[1])
+	}
+}
+
+// A status stays within what the API server takes: at most 16 addresses in
+// networkData and 10 KiB of data, as many of a shared claim's pods as fit
+// (the first attached), the count left out in data.podsOmitted, and both
+// said in the Ready message. (Over them, the apply is refused as Invalid
+// and never retried: the claim would keep a stale status.)
+func TestApplyKeepsWithinTheAPIsBounds(t *testing.T) {
+	e := Entry{Pool: "node1", Device: "blue-1", Network: attachment.NetworkRef{Class: "netclass", Kind: "PodNetwork", Name: "blue"},
+		InterfaceName: "net1", Ready: true}
+	for i := range 20 {
+		e.IPs = append(e.IPs, fmt.Sprintf("10.10.%d.5/24", i))
+	}
+	for i := range 256 {
+		e.Pods = append(e.Pods, contract.PodInterface{UID: fmt.Sprintf("uid-%03d", i), Name: strings.Repeat("p", 250) + fmt.Sprintf("%03d", i),
+			InterfaceName: "net1", IPs: []string{fmt.Sprintf("10.10.%d.%d/24", i/250, i%250)}})
+	}
+	ac, err := Apply("ns", "claim", []Entry{e}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ac.Status.Devices[0]
+	if n := len(d.NetworkData.IPs); n != resourceapi.NetworkDeviceDataMaxIPs {
+		t.Errorf("networkData has %d addresses", n)
+	}
+	raw := d.Data.Raw
+	var data contract.ClaimStatusData
+	if err := json.Unmarshal(raw, &data); err != nil || len(raw) > resourceapi.AllocatedDeviceStatusDataMaxLength {
+		t.Fatalf("data of %d bytes: %v", len(raw), err)
+	}
+	if kept := len(data.Pods); kept == 0 || kept+data.PodsOmitted != len(e.Pods) || data.Pods[kept-1].UID != e.Pods[kept-1].UID {
+		t.Fatalf("%d pods kept, %d omitted, of %d", kept, data.PodsOmitted, len(e.Pods))
+	}
+	omitted := data.PodsOmitted
+	data.Pods, data.PodsOmitted = e.Pods[:len(data.Pods)+1], omitted-1
+	if more, _ := json.Marshal(data); len(more) <= resourceapi.AllocatedDeviceStatusDataMaxLength {
+		t.Errorf("one pod more would fit (%d bytes)", len(more))
+	}
+	msg := *d.Conditions[0].Message
+	for _, want := range []string{"4 addresses left out of networkData (16 at most)", fmt.Sprintf("%d pods' interfaces left out of data.pods", omitted)} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Ready message %q does not say %q", msg, want)
+		}
+	}
+}
+
+// A status the API server refuses as invalid is a Warning Event on the
+// claim, naming the error: the claim keeps its previous status, and the
+// log alone would hide that from its user.
+func TestRefusedStatusIsAnEventOnTheClaim(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	client.PrependReactor("patch", "resourceclaims", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceClaim"}, "c",
+			field.ErrorList{field.TooLong(field.NewPath("status", "devices").Index(0).Child("data"), "", 10240)})
+	})
+	events := record.NewFakeRecorder(4)
+	r := &Reporter{Status: &Writer{Client: client, Attempts: 1}, Events: events}
+	err := r.Attached(context.Background(), &checkpoint.Claim{UID: "u1", Namespace: "ns", Name: "c"}, nil)
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("error %v", err)
+	}
+	select {
+	case ev := <-events.Events:
+		if !strings.HasPrefix(ev, "Warning "+EventStatusRefused+" ") || !strings.Contains(ev, "status.devices[0].data") {
+			t.Fatalf("event %q", ev)
+		}
+	default:
+		t.Fatal("no Event on the claim")
 	}
 }
