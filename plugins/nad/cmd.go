@@ -2,6 +2,7 @@ package nad
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/containernetworking/cni/libcni"
@@ -143,24 +144,59 @@ func (c *call) podMayUse() error {
 	return nil
 }
 
-// staticAllowed refuses a static MAC or static IPs from the caller
-// (runtimeConfig mac/ips) that no listed plugin takes: the network does not
-// allow static addresses, and libcni would drop them silently.
+// staticAllowed refuses a static MAC or static IPs the caller asks for
+// that no listed plugin takes as a capability: the network does not allow
+// static addresses (a pod choosing another pod's MAC or address on a
+// shared segment). A pod asks through Multus in three ways, each checked:
+// runtimeConfig mac/ips (the capability, which libcni would drop silently),
+// args.cni mac/ips (the pod's cni-args, passed to every listed plugin and
+// its IPAM) and CNI_ARGS MAC= and IP= (Multus's older path for a pod's mac
+// and ips, which the plugins and host-local honour too).
 func (c *call) staticAllowed(list *libcni.NetworkConfigList) error {
+	asked, err := c.staticAsked()
+	if err != nil {
+		return err
+	}
 	for _, key := range []string{"mac", "ips"} {
-		if empty(c.conf.RuntimeConfig[key]) {
-			continue
-		}
 		taken := false
 		for _, p := range list.Plugins {
 			taken = taken || p.Network.Capabilities[key]
 		}
-		if !taken {
+		if !taken && asked[key] != "" {
 			return types.NewError(types.ErrInvalidNetworkConfig,
-				fmt.Sprintf("netclass-nad: runtimeConfig.%s: network %s does not allow static addresses", key, c.conf.Ref), "")
+				fmt.Sprintf("netclass-nad: %s: network %s does not allow static addresses", asked[key], c.conf.Ref), "")
 		}
 	}
 	return nil
+}
+
+// staticAsked names, by capability ("mac", "ips"), the first field the
+// caller asks for a static address with.
+func (c *call) staticAsked() (map[string]string, error) {
+	var args struct {
+		CNI map[string]any `json:"cni"`
+	}
+	if len(c.conf.Args) > 0 && string(c.conf.Args) != "null" {
+		if err := json.Unmarshal(c.conf.Args, &args); err != nil {
+			return nil, types.NewError(types.ErrInvalidNetworkConfig, "netclass-nad: args", err.Error())
+		}
+	}
+	asked := map[string]string{}
+	note := func(key, field string, v any) {
+		if asked[key] == "" && !empty(v) {
+			asked[key] = field
+		}
+	}
+	for key, cniArg := range map[string]string{"mac": "MAC", "ips": "IP"} {
+		note(key, "runtimeConfig."+key, c.conf.RuntimeConfig[key])
+		note(key, "args.cni."+key, args.CNI[key])
+		for _, kv := range c.rt.Args {
+			if kv[0] == cniArg {
+				note(key, "CNI_ARGS "+cniArg, kv[1])
+			}
+		}
+	}
+	return asked, nil
 }
 
 // empty reports whether a runtimeConfig value asks for nothing (absent,

@@ -35,10 +35,16 @@ type bed struct {
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
+	return newBedWith(t, map[string]bool{"mac": true})
+}
+
+// newBedWith is newBed with the bridge plugin's capabilities caps.
+func newBedWith(t *testing.T, caps map[string]bool) *bed {
+	t.Helper()
 	b := &bed{h: cnitest.NewHost(t), stateDir: t.TempDir(), ipamDir: t.TempDir(), records: t.TempDir()}
 	list := map[string]any{"cniVersion": "1.1.0", "name": "blue_vx", "plugins": []any{
 		map[string]any{"type": "netclass-bridge", "bridge": "nadbr0", "dataDir": b.records,
-			"capabilities": map[string]bool{"mac": true},
+			"capabilities": caps,
 			"ipam":         map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": "10.77.0.0/24"}}}, "dataDir": b.ipamDir}},
 		map[string]any{"type": "netclass-qos", "qos": map[string]any{"dscp": 10}, "dataDir": t.TempDir()},
 	}}
@@ -169,6 +175,42 @@ func TestInvalidConfiguration(t *testing.T) {
 	}
 	_, err = b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", b.conf))
 	wantCode(t, "a file of another version", err, 7, "version")
+}
+
+// A static MAC or static IPs are refused on a network whose list takes
+// none, whichever way the pod asks through Multus: runtimeConfig (the
+// capability), its cni-args (args.cni, which the plugins and host-local
+// honour) or CNI_ARGS MAC= and IP= (Multus's older path); with the
+// capability, the MAC is the pod's.
+func TestStaticAddressesOnlyWhereAllowed(t *testing.T) {
+	b := newBedWith(t, nil)
+	const mac = "02:00:00:00:00:09"
+	calls := map[string]cnitest.Call{}
+	for field, v := range map[string]map[string]any{"runtimeConfig.mac": {"mac": mac}, "runtimeConfig.ips": {"ips": []string{"10.77.0.9/24"}}} {
+		calls[field] = bluePod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "runtimeConfig", v))
+	}
+	for field, v := range map[string]map[string]any{"args.cni.mac": {"mac": mac}, "args.cni.ips": {"ips": []string{"10.77.0.9/24"}}} {
+		calls[field] = bluePod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "args", map[string]any{"cni": v}))
+	}
+	for field, arg := range map[string]string{"CNI_ARGS MAC": "MAC=" + mac, "CNI_ARGS IP": "IP=10.77.0.9"} {
+		p := bluePod(t)
+		p.Args += ";" + arg
+		calls[field] = p.Call("netclass-nad", "ADD", "net1", b.conf)
+	}
+	for field, call := range calls {
+		_, err := b.h.Exec(call)
+		wantCode(t, field, err, 7, field+": network blue/vx does not allow static addresses")
+	}
+	withMAC := newBed(t)
+	p := bluePod(t)
+	p.Args += ";MAC=" + mac
+	out, err := withMAC.h.Exec(p.Call("netclass-nad", "ADD", "net1", withMAC.conf))
+	if err != nil {
+		t.Fatalf("a static MAC where the list takes one: %v", err)
+	}
+	if !strings.Contains(string(out), mac) {
+		t.Fatalf("result without the pod's MAC %s: %s", mac, out)
+	}
 }
 
 // A Network is its namespace's only: a pod of another namespace naming
