@@ -2,6 +2,7 @@ package attach
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 )
 
 func TestCNIArg(t *testing.T) {
@@ -170,5 +172,26 @@ func TestParseMACEveryPath(t *testing.T) {
 	}
 	if hw, err := ParseMAC("02:00:00:00:00:01", "mac"); err != nil || hw.String() != "02:00:00:00:00:01" {
 		t.Errorf("good MAC: %v %v", hw, err)
+	}
+}
+
+// A record keeps the pod interface's MAC from the result (not the host
+// end's, nor another interface's): netclass-dra's agent keys a Multus
+// attachment's host policy on it.
+func TestAddressedKeepsThePodInterfacesMAC(t *testing.T) {
+	sandbox := 1
+	res := &current.Result{
+		Interfaces: []*current.Interface{
+			{Name: "br0", Mac: "02:00:00:00:00:01"},
+			{Name: "veth1", Mac: "02:00:00:00:00:02"},
+			{Name: "net2", Mac: "02:00:00:00:00:03", Sandbox: "/ns/a"},
+			{Name: "net1", Mac: "02:00:00:00:00:04", Sandbox: "/ns/a"},
+		},
+		IPs: []*current.IPConfig{{Interface: &sandbox, Address: net.IPNet{IP: net.IPv4(10, 0, 0, 2), Mask: net.CIDRMask(24, 32)}}},
+	}
+	r := &Record{IfName: "net1", MAC: "02:00:00:00:00:ff"}
+	r.Addressed(res)
+	if r.MAC != "02:00:00:00:00:04" || !reflect.DeepEqual(r.Addresses, []string{"10.0.0.2/24"}) {
+		t.Fatalf("record MAC %q, addresses %v", r.MAC, r.Addresses)
 	}
 }

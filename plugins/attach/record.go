@@ -41,6 +41,10 @@ type Record struct {
 	// Addresses are the pod's addresses (CIDR), for teardown steps that need
 	// them once the pod's interface (or namespace) is gone.
 	Addresses []string `json:"addresses,omitempty"`
+	// MAC is the pod interface's, as the ADD's result reports it: netclass-dra's
+	// agent keys the host's policy of a Multus attachment on it (never on what
+	// the pod's own annotations say). Absent in records of earlier releases.
+	MAC string `json:"mac,omitempty"`
 	// Config is the plugin configuration the attachment was made with, for
 	// GC's IPAM release and teardown without a caller-supplied config.
 	Config json.RawMessage `json:"config,omitempty"`
@@ -213,7 +217,7 @@ func InDir(dir string, create func() error) error {
 	}
 }
 
-// Addressed puts the result's addresses on the record (once the ADD has
+// Addressed puts the result's addresses and the pod interface's MAC on the record (once the ADD has
 // them; store the record again after): DEL's teardown reads them, and so
 // does netclass-dra's agent for the attachments Multus makes, whose
 // policies need the pod's own addresses.
@@ -221,6 +225,12 @@ func (r *Record) Addressed(res *current.Result) {
 	r.Addresses = r.Addresses[:0]
 	for _, ipc := range res.IPs {
 		r.Addresses = append(r.Addresses, ipc.Address.String())
+	}
+	r.MAC = ""
+	for _, iface := range res.Interfaces {
+		if iface != nil && iface.Sandbox != "" && iface.Name == r.IfName {
+			r.MAC = iface.Mac
+		}
 	}
 }
 

@@ -148,7 +148,7 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 		}
 		base, closed := recordedConfig(r.Config)
 		status, _ := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
-		nad, entry, ok := multus.NADOf(status, p.Namespace, r.IfName)
+		nad, _, ok := multus.NADOf(status, p.Namespace, r.IfName)
 		why := ""
 		if ok {
 			why = mismatch(r, nad)
@@ -167,7 +167,7 @@ func matchForeign(recs []*attach.Record, sbs []sandboxes.Sandbox, claimed map[st
 			continue
 		}
 		out = append(out, ruleagent.ForeignAttachment{Pod: sb.Pod, PodUID: sb.UID, SandboxID: sb.ID, IfName: r.IfName,
-			NetNS: r.NetNS, NAD: nad, HostIf: r.HostIf, MAC: entry.MAC, CIDRs: r.Addresses, Base: base})
+			NetNS: r.NetNS, NAD: nad, HostIf: r.HostIf, MAC: r.MAC, CIDRs: r.Addresses, Base: base})
 	}
 	slices.SortFunc(out, func(a, b ruleagent.ForeignAttachment) int {
 		return strings.Compare(a.Pod.String()+"/"+a.IfName, b.Pod.String()+"/"+b.IfName)

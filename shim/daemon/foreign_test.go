@@ -33,7 +33,7 @@ func TestMatchForeign(t *testing.T) {
 	cfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscp":46}}}}`)
 	closedCfg := json.RawMessage(`{"cniVersion":"1.0.0","name":"n","type":"netclass-bridge","portSecurity":{"spoofCheck":true,"startClosed":true}}`)
 	recs := []*attach.Record{
-		{Network: "n", ContainerID: "sb-a", IfName: "net1", NetNS: "/ns/a", HostIf: "h-a", Addresses: []string{"10.7.0.2/24"}, Config: cfg},
+		{Network: "n", ContainerID: "sb-a", IfName: "net1", NetNS: "/ns/a", HostIf: "h-a", Addresses: []string{"10.7.0.2/24"}, MAC: "02:00:00:00:00:0b", Config: cfg},
 		{Network: "n", ContainerID: "sb-a", IfName: "net2", NetNS: "/ns/a"},                    // a claim's (claimed)
 		{Network: "n", ContainerID: "sb-gone", IfName: "net1", NetNS: "/ns/x"},                 // no running sandbox: cnitool's, or stopped
 		{Network: "n", ContainerID: "sb-b", IfName: "net1", NetNS: "/ns/b", Config: closedCfg}, // b's status has no net1 yet
@@ -51,7 +51,7 @@ func TestMatchForeign(t *testing.T) {
 	pods := map[string]*corev1.Pod{
 		"a": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a", Annotations: statusAnnotation(
 			multus.Status{Name: "primary", Interface: "eth0", Default: true},
-			multus.Status{Name: "t1/nad", Interface: "net1", IPs: []string{"10.7.0.2"}, MAC: "02:00:00:00:00:0a"},
+			multus.Status{Name: "t1/nad", Interface: "net1", IPs: []string{"10.7.0.2"}, MAC: "02:00:00:00:00:0a"}, // edited: the record's MAC counts
 			multus.Status{Name: "t1/other", Interface: "net2"})}}, // even named so, net2 is the claim's
 		"b": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "b", UID: "b", Annotations: asks(statusAnnotation(
 			multus.Status{Name: "primary", Interface: "eth0", Default: true}))}},
@@ -83,7 +83,7 @@ func TestMatchForeign(t *testing.T) {
 	}
 	f := got[0]
 	if f.Pod.Name != "a" || f.PodUID != "a" || f.IfName != "net1" || f.NetNS != "/ns/a" || f.HostIf != "h-a" ||
-		f.NAD != (types.NamespacedName{Namespace: "t1", Name: "nad"}) || f.MAC != "02:00:00:00:00:0a" || len(f.CIDRs) != 1 {
+		f.NAD != (types.NamespacedName{Namespace: "t1", Name: "nad"}) || f.MAC != "02:00:00:00:00:0b" || len(f.CIDRs) != 1 {
 		t.Errorf("a's net1: %+v", f)
 	}
 	if f.Base == nil || f.Base.DSCP == nil || *f.Base.DSCP != 46 {

@@ -36,8 +36,10 @@ type ForeignAttachment struct {
 	NAD types.NamespacedName
 	// HostIf is the host end of the pod's veth ("" without one).
 	HostIf string
-	// MAC and CIDRs are the interface's, as Multus's status and the
-	// record report them.
+	// MAC and CIDRs are the interface's, as the plugin's record reports
+	// them (never the pod's network-status, which whoever may update the
+	// pod can edit; an empty MAC, from a record of an earlier release, is
+	// read from the pod's interface).
 	MAC   string
 	CIDRs []string
 	// Base is the QoS the plugin applied at ADD (its configuration's qos
