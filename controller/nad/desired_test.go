@@ -2,6 +2,7 @@ package nad
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -142,6 +143,8 @@ func TestNames(t *testing.T) {
 		{`[{"name":`, nil},
 		{"", nil},
 		{"/x, y/", nil},
+		{"Blue/vx, blue/Vx, blue/vx, blue/vx@net2", []string{"blue/vx"}}, // no NAD has the others' names; each once
+		{manyNames(MaxNames + 36), strings.Split(manyNames(MaxNames), ",")},
 	} {
 		if got := Names("games", c.in); !slices.Equal(got, c.want) {
 			t.Errorf("%q: %v, want %v", c.in, got, c.want)
@@ -168,12 +171,25 @@ func FuzzParseNamespaces(f *testing.F) {
 	})
 }
 
+// manyNames is an annotation naming n NADs of namespace games.
+func manyNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("games/n%d", i)
+	}
+	return strings.Join(names, ",")
+}
+
 func FuzzNames(f *testing.F) {
 	for _, s := range []string{"vx", "a/b@c, d", `[{"name":"x","namespace":"y"}]`, "[", ",,"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, n := range Names("games", s) {
+		names := Names("games", s)
+		if len(names) > MaxNames || len(slices.Compact(slices.Sorted(slices.Values(names)))) != len(names) {
+			t.Fatalf("%q named %d, or some twice: %v", s, len(names), names)
+		}
+		for _, n := range names {
 			ns, name, ok := strings.Cut(n, "/")
 			if !ok || ns == "" || name == "" {
 				t.Fatalf("%q named %q", s, n)

@@ -3,17 +3,43 @@ package nad
 import (
 	"encoding/json"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // AnnotationNetworks is Multus's network selection annotation on pods.
 const AnnotationNetworks = "k8s.v1.cni.cncf.io/networks"
 
+// MaxNames bounds the NADs read from one pod's annotation, which its users
+// write (up to the API's 256 KiB, tens of thousands of names): each is a
+// key of the controller's pod index. A pod naming more keeps only the
+// first MaxNames from being released while it runs.
+const MaxNames = 64
+
 // Names reads a pod's network selection annotation into the NADs it names,
 // as "<namespace>/<name>" (the pod's namespace when the element names none).
 // Both Multus forms are read: a JSON list of {name, namespace, ...} and the
 // comma-separated "[<namespace>/]<name>[@<interface>]". An annotation that
-// reads as neither names nothing.
+// reads as neither names nothing; names no NAD could have are skipped, and
+// at most MaxNames distinct ones are returned.
 func Names(podNamespace, annotation string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range allNames(podNamespace, annotation) {
+		ns, name, _ := strings.Cut(n, "/")
+		if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 || seen[n] {
+			continue
+		}
+		if seen[n] = true; len(out) == MaxNames {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// allNames is Names without its checks and bound.
+func allNames(podNamespace, annotation string) []string {
 	s := strings.TrimSpace(annotation)
 	if s == "" {
 		return nil
