@@ -2,6 +2,7 @@ package peers
 
 import (
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -10,11 +11,18 @@ import (
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
+// MaxNADAddressesPerPod bounds the addresses a pod's network-status gives
+// it on one NAD's network (as a claim's networkData holds 16 at most):
+// whoever may update the pod can write that annotation, and would
+// otherwise fill the policies that select the pod with addresses, past
+// their bounds, and have their rules left out.
+const MaxNADAddressesPerPod = 16
+
 // nadEndpoints are the pods' addresses on a NetworkAttachmentDefinition's
 // network: the IPs of their network-status entries naming that NAD
 // (Multus writes them; "namespace/name", a bare name of the pod's
-// namespace). A pod whose status is unreadable, or names the NAD on no
-// interface, has none.
+// namespace), the first MaxNADAddressesPerPod of each pod. A pod whose
+// status is unreadable, or names the NAD on no interface, has none.
 func nadEndpoints(pods []corev1.Pod, ref attachment.NetworkRef) []Endpoint {
 	var out []Endpoint
 	for i := range pods {
@@ -30,7 +38,7 @@ func nadEndpoints(pods []corev1.Pod, ref attachment.NetworkRef) []Endpoint {
 				continue
 			}
 			for _, ip := range e.IPs {
-				if a, err := netip.ParseAddr(ip); err == nil {
+				if a, err := netip.ParseAddr(ip); err == nil && len(addrs) < MaxNADAddressesPerPod && !slices.Contains(addrs, a) {
 					addrs = append(addrs, a)
 				}
 			}

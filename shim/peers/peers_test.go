@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -226,5 +227,28 @@ func TestNADNetworkResolvesNetworkStatus(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[10.77.0.5 10.77.0.6 fd77::6]" {
 		t.Errorf("the db pods on NAD games/blue are %v, want [10.77.0.5 10.77.0.6 fd77::6]", got)
+	}
+}
+
+// A pod's network-status, which whoever may update the pod writes, gives
+// it at most MaxNADAddressesPerPod addresses on a NAD's network, each
+// once, however many entries and addresses it lists.
+func TestNADNetworkBoundsAPodsAddresses(t *testing.T) {
+	var ips []string
+	for i := range 3 * MaxNADAddressesPerPod {
+		ips = append(ips, fmt.Sprintf("%q", fmt.Sprintf("10.77.%d.%d", i/200, i%200)))
+	}
+	list := "[" + strings.Join(ips, ",") + "]"
+	db := pod("games", "db", "db")
+	db.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": `[{"name":"games/blue","interface":"net1","ips":["10.77.0.0","10.77.0.0"]},` +
+		`{"name":"games/blue","interface":"net2","ips":` + list + `}]`}
+	r := Resolver{API: fakeAPI{pods: []corev1.Pod{db}},
+		Context: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }}
+	got, err := r.Addresses("games", ncv1.Destination{PodSelector: &metav1.LabelSelector{}}, network.FromNAD(types.NamespacedName{Namespace: "games", Name: "blue"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != MaxNADAddressesPerPod || got[0].String() != "10.77.0.0" || got[1].String() != "10.77.0.1" {
+		t.Fatalf("the pod has %d addresses on the NAD's network: %v", len(got), got)
 	}
 }
