@@ -213,6 +213,29 @@ func TestStaticAddressesOnlyWhereAllowed(t *testing.T) {
 	}
 }
 
+// netclass-nad runs only a rendered file that root alone can write, in a
+// directory root alone can write, as netclass-dra makes them: a NAD whose
+// stateDir names a place others write (a pod's emptyDir) runs nothing.
+func TestRefusesAFileOthersCanWrite(t *testing.T) {
+	b := newBed(t)
+	path := nadfile.Path(b.stateDir, nadfile.Ref{Namespace: "blue", Name: "vx"})
+	for what, spoil := range map[string]func() error{
+		"a directory others can write": func() error { return os.Chmod(filepath.Dir(path), 0o777) },
+		"a file others can write":      func() error { return os.Chmod(path, 0o666) },
+		"a file of another user":       func() error { return os.Chown(path, 1000, 1000) },
+	} {
+		if err := spoil(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", b.conf))
+		wantCode(t, what, err, 7, "stateDir: refused")
+		if err := errors.Join(os.Chmod(filepath.Dir(path), 0o755), os.Chmod(path, 0o644), os.Chown(path, 0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.h.Add(t, "netclass-nad", b.conf, bluePod(t), "net1")
+}
+
 // A Network is its namespace's only: a pod of another namespace naming
 // its NAD (Multus lets a pod name a NAD of any namespace), or a call
 // without the pod's namespace, is refused before anything is made.

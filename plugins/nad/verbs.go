@@ -60,6 +60,13 @@ func errNotOffered(c *Conf, code uint) error {
 // not offered).
 func (c *call) current() (*libcni.NetworkConfigList, error) {
 	path := nadfile.Path(c.conf.StateDir, c.conf.Ref)
+	err := trusted(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("netclass-nad: stateDir: refused: %v", err), "")
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

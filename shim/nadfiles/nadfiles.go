@@ -69,7 +69,10 @@ func (d Dir) Sync(nets []network.Network) error {
 	entries, err := os.ReadDir(dir)
 	errs = append(errs, err)
 	for _, e := range entries {
-		if _, keep := want[e.Name()]; keep || e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+		// Stale files, and temporary ones a write cut short left (Sync
+		// runs in one goroutine: none is being written now).
+		stale := strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".tmp-")
+		if _, keep := want[e.Name()]; keep || e.IsDir() || !stale {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -66,6 +66,7 @@ func TestSync(t *testing.T) {
 	}
 	info, _ := os.Stat(nadfile.Path(state, nadfile.Ref{Name: "storage"}))
 	os.WriteFile(filepath.Join(state, nadfile.Subdir, "keep.txt"), nil, 0o644)
+	os.WriteFile(filepath.Join(state, nadfile.Subdir, ".tmp-123"), nil, 0o600) // a write cut short
 	if err := d.Sync([]network.Network{storage}); err != nil {
 		t.Fatal(err)
 	}
