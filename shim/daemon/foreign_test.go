@@ -52,7 +52,7 @@ func TestMatchForeign(t *testing.T) {
 		"a": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "a", UID: "a", Annotations: statusAnnotation(
 			multus.Status{Name: "primary", Interface: "eth0", Default: true},
 			multus.Status{Name: "t1/nad", Interface: "net1", IPs: []string{"10.7.0.2"}, MAC: "02:00:00:00:00:0a"}, // edited: the record's MAC counts
-			multus.Status{Name: "t1/other", Interface: "net2"})}}, // even named so, net2 is the claim's
+			multus.Status{Name: "t1/other", Interface: "net2"})}},                                                 // even named so, net2 is the claim's
 		"b": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "b", UID: "b", Annotations: asks(statusAnnotation(
 			multus.Status{Name: "primary", Interface: "eth0", Default: true}))}},
 		"c": {ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "c", UID: "c", Annotations: statusAnnotation(
