@@ -146,7 +146,10 @@ func TestNetworkQoSRulesLeftOutAreReported(t *testing.T) {
 	if _, err := qoses.Create(testbed.Context(t, time.Minute), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	first := fmt.Sprintf("spec.egress[%d]: more than the 256 distinct destination selectors", 256/perRule)
+	// The selectors go to the rules in the order they take precedence
+	// (the last first): the 256/perRule last rules fit, and the first rule
+	// left out in the object's order is spec.egress[0].
+	first := fmt.Sprintf("spec.egress[%d]: more than the 256 distinct destination selectors", 0)
 	testbed.Poll(t, testbed.Context(t, liveTimeout), 200*time.Millisecond, "NetworkQoS wide: Applied on node "+e.Node+", naming "+first,
 		func(ctx context.Context) (bool, string, error) {
 			q, err := qoses.Get(ctx, "wide", metav1.GetOptions{})
