@@ -67,15 +67,16 @@ func TestClaimStatusData(t *testing.T) {
 		{ClaimStatusData{PodNetwork: "blue", NetworkClass: "netclass", Pods: []PodInterface{{UID: "u1", Name: "a", InterfaceName: "net1", IPs: []string{"10.0.0.2/24"}}}},
 			`{"podNetwork":"blue","networkClass":"netclass","pods":[{"uid":"u1","name":"a","interfaceName":"net1","ips":["10.0.0.2/24"]}]}`},
 		{ClaimStatusData{PodNetwork: "blue", NetworkClass: "netclass", Bandwidth: "30M"}, `{"podNetwork":"blue","networkClass":"netclass","bandwidth":"30M"}`},
+		{ClaimStatusData{PodNetwork: "blue", NetworkClass: "netclass", PodsOmitted: 3}, `{"podNetwork":"blue","networkClass":"netclass","podsOmitted":3}`},
 	} {
 		got, err := json.Marshal(tc.in)
 		if err != nil || string(got) != tc.want {
 			t.Errorf("marshal %+v = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
-	// Each key of the data is the name of a standard attribute, but pods
-	// and bandwidth (the consumable capacity's name).
-	std := map[string]bool{"pods": true, CapacityBandwidth: true}
+	// Each key of the data is the name of a standard attribute, but pods,
+	// podsOmitted and bandwidth (the consumable capacity's name).
+	std := map[string]bool{"pods": true, "podsOmitted": true, CapacityBandwidth: true}
 	for _, a := range []resourceapi.QualifiedName{AttributeStdPodNetwork, AttributeStdPodNetworkNamespace, AttributeStdNetworkClass} {
 		std[strings.TrimPrefix(string(a), StandardAttributeDomain+"/")] = true
 	}
@@ -87,7 +88,7 @@ func TestClaimStatusData(t *testing.T) {
 		}
 	}
 	if typ.NumField() != len(std) {
-		t.Errorf("claim status data has %d keys, the standard attributes, pods and bandwidth are %d", typ.NumField(), len(std))
+		t.Errorf("claim status data has %d keys, the standard attributes, pods, podsOmitted and bandwidth are %d", typ.NumField(), len(std))
 	}
 }
 
