@@ -20,7 +20,6 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/qos"
-	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/render"
@@ -218,7 +217,7 @@ func (p *Plugin) build(ctx context.Context, claim *resourceapi.ResourceClaim) (*
 		}
 		dev, err := p.device(ctx, claim, res, labels)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &DeviceError{Device: res.Device, Err: err})
 		}
 		rec.Devices = append(rec.Devices, dev)
 	}
@@ -380,27 +379,3 @@ func (p *Plugin) HandleError(ctx context.Context, err error, msg string) {
 func (p *Plugin) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
 	return kubeletplugin.ErrHealthNotSupported
 }
-
-// NamespaceError refuses a namespaced network to a claim of another namespace.
-type NamespaceError struct {
-	Claim   string
-	Network attachment.NetworkRef
-}
-
-func (e *NamespaceError) Error() string {
-	return fmt.Sprintf("claim %s cannot use %s: a namespaced network is only usable by claims of its own namespace (%s)",
-		e.Claim, e.Network, e.Network.Namespace)
-}
-
-// Reason is the claim status condition reason of the error.
-func (e *NamespaceError) Reason() string { return "NamespaceMismatch" }
-
-// NotOfferedError: the allocated device is no longer published on this node.
-type NotOfferedError struct{ Device, Request string }
-
-func (e *NotOfferedError) Error() string {
-	return fmt.Sprintf("device %s of request %s is not offered on this node: its network was disabled, is not Ready or was deleted", e.Device, e.Request)
-}
-
-// Reason is the claim status condition reason of the error.
-func (e *NotOfferedError) Reason() string { return "NetworkNotOffered" }

@@ -151,8 +151,9 @@ func TestPrepare(t *testing.T) {
 	if r := got["uid-2"]; !errors.As(r.Err, &nsErr) || !strings.Contains(r.Err.Error(), "only usable by claims of its own namespace") {
 		t.Fatalf("c2 error = %v", r.Err)
 	}
-	if r := got["uid-3"]; r.Err == nil || !strings.Contains(r.Err.Error(), "not offered on this node") {
-		t.Fatalf("c3 error = %v", r.Err)
+	var devErr *DeviceError
+	if r := got["uid-3"]; r.Err == nil || !strings.Contains(r.Err.Error(), "not offered on this node") || !errors.As(r.Err, &devErr) || devErr.FailedDevice() != "gone-dev" {
+		t.Fatalf("c3 error = %v, want one naming device gone-dev (its status entry's)", r.Err)
 	}
 	if r := got["uid-4"]; r.Err == nil || !strings.Contains(r.Err.Error(), "not allocated") {
 		t.Fatalf("c4 error = %v", r.Err)

@@ -52,10 +52,17 @@ func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.Resourc
 	if len(devices) == 0 {
 		return
 	}
+	own := deviceErrors(err)
 	entries := make([]Entry, 0, len(devices))
 	for _, d := range devices {
-		entries = append(entries, Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network,
-			Bandwidth: d.Bandwidth, Reason: entryReason(err, ReasonPrepare), Message: msg})
+		e := Entry{Pool: d.Pool, Device: d.Device, ShareID: d.ShareID, Network: d.Network, Bandwidth: d.Bandwidth,
+			Reason: ReasonPrepare, Message: "not prepared: another device of the claim failed: " + msg}
+		if derr, failed := own[d.Device]; failed {
+			e.Reason, e.Message = entryReason(derr, ReasonPrepare), derr.Error()
+		} else if len(own) == 0 {
+			e.Reason, e.Message = entryReason(err, ReasonPrepare), msg // the claim's failure, not a device's
+		}
+		entries = append(entries, e)
 	}
 	if werr := r.Status.Write(ctx, claim.Namespace, claim.Name, entries); werr != nil {
 		klog.FromContext(ctx).Error(werr, "Writing the failure into the claim's status failed", "claim", klog.KObj(claim))
@@ -142,4 +149,25 @@ func PodRef(namespace, name, uid string) *corev1.ObjectReference {
 // ClaimRef references a ResourceClaim for an Event.
 func ClaimRef(namespace, name string, uid types.UID) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim", Namespace: namespace, Name: name, UID: uid}
+}
+
+// deviceErrors finds, in a Prepare error, the errors of single devices
+// (those naming one with FailedDevice), by device.
+func deviceErrors(err error) map[string]error {
+	out := map[string]error{}
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case interface{ FailedDevice() string }:
+			out[e.FailedDevice()] = err
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,53 @@ func TestRefusedStatusIsAnEventOnTheClaim(t *testing.T) {
 		}
 	default:
 		t.Fatal("no Event on the claim")
+	}
+}
+
+type capturedWrite struct{ entries []Entry }
+
+func (c *capturedWrite) Write(_ context.Context, _, _ string, entries []Entry) error {
+	c.entries = entries
+	return nil
+}
+
+// deviceErr is how shim/prepare names the device an error is of.
+type deviceErr struct {
+	device string
+	error
+}
+
+func (e deviceErr) FailedDevice() string { return e.device }
+func (e deviceErr) Unwrap() error        { return e.error }
+
+// A failed Prepare reports each device with its own error and reason; a
+// device that was fine says another one failed; an error of the claim as
+// a whole (no device's) is every device's.
+func TestPrepareFailedReportsEachDevicesOwnReason(t *testing.T) {
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	devices := []checkpoint.Device{{Device: "ok"}, {Device: "gone"}, {Device: "bad"}}
+	perDevice := fmt.Errorf("prepare claim ns/c: %w", errors.Join(
+		deviceErr{"gone", reasoned{errors.New("not offered")}}, deviceErr{"bad", errors.New("bad config")}))
+	for name, tc := range map[string]struct {
+		err  error
+		want []string
+	}{
+		"per device": {perDevice, []string{
+			"ok PrepareFailed not prepared: another device of the claim failed: prepare claim ns/c: not offered\nbad config",
+			"gone Special not offered", "bad PrepareFailed bad config"}},
+		"the claim's": {reasoned{errors.New("claim not allocated")}, []string{
+			"ok Special claim not allocated", "gone Special claim not allocated", "bad Special claim not allocated"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := &capturedWrite{}
+			(&Reporter{Status: w, Events: record.NewFakeRecorder(8)}).PrepareFailed(context.Background(), claim, devices, tc.err)
+			var got []string
+			for _, e := range w.entries {
+				got = append(got, e.Device+" "+e.Reason+" "+e.Message)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("entries\n%q\nwant\n%q", got, tc.want)
+			}
+		})
 	}
 }
