@@ -84,15 +84,18 @@ func cmdCheck(args *skel.CmdArgs) error {
 	return c.delegated("CHECK", c.cni.CheckNetworkList(context.Background(), list, c.rt))
 }
 
-// cmdGC runs GC of the current list with the caller's valid attachments.
-// For a PodNetwork it does nothing: its NADs in several namespaces share
-// one list, and a caller's GC of one NAD lists only that NAD's attachments.
+// cmdGC runs GC of the current list with the caller's valid attachments,
+// for the NAD netclass-controller generates for a Network only (its config
+// names itself as nad: the Network's namespace and name). Any other NAD
+// does nothing: a PodNetwork's NADs in several namespaces share one list,
+// and another NAD naming a Network (hand-written) would list only its own
+// attachments, so the GC of either would tear down the others'.
 func cmdGC(args *skel.CmdArgs) error {
 	c, err := newCall(args)
 	if err != nil {
 		return err
 	}
-	if c.conf.Ref.Namespace == "" {
+	if c.conf.Ref.Namespace == "" || c.conf.NAD != c.conf.Ref.Namespace+"/"+c.conf.Ref.Name {
 		return nil
 	}
 	list, err := c.current()

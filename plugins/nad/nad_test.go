@@ -153,7 +153,17 @@ func TestDelegatesToTheRenderedList(t *testing.T) {
 	if _, err := h.Exec(cnitest.Call{Plugin: "netclass-nad", Command: "STATUS", Conf: v11}); err != nil {
 		t.Errorf("STATUS: %v", err)
 	}
-	if err := h.GC(t, "netclass-nad", v11); err != nil {
+	// GC is the generated NAD's alone (its config names itself as nad):
+	// another NAD naming the network lists only its own attachments.
+	for _, other := range [][]byte{v11, cnitest.WithField(t, v11, "nad", "blue/copy")} {
+		if err := h.GC(t, "netclass-nad", other); err != nil {
+			t.Fatalf("GC: %v", err)
+		}
+		if !h.NS.HasLink(t, bridgeport.HostVethName(pb.ID, "net1")) {
+			t.Fatalf("GC of a NAD that is not the Network's (%s) removed pod b's veth", other)
+		}
+	}
+	if err := h.GC(t, "netclass-nad", cnitest.WithField(t, v11, "nad", "blue/vx")); err != nil {
 		t.Fatalf("GC: %v", err)
 	}
 	if h.NS.HasLink(t, bridgeport.HostVethName(pb.ID, "net1")) {
