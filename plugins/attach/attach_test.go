@@ -1,11 +1,13 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,5 +195,36 @@ func TestAddressedKeepsThePodInterfacesMAC(t *testing.T) {
 	r.Addressed(res)
 	if r.MAC != "02:00:00:00:00:04" || !reflect.DeepEqual(r.Addresses, []string{"10.0.0.2/24"}) {
 		t.Fatalf("record MAC %q, addresses %v", r.MAC, r.Addresses)
+	}
+}
+
+// GC releases a stale attachment's addresses with an IPAM DEL of that
+// attachment, and never delegates GC to the IPAM plugin: its store is
+// shared with callers whose attachments this GC's valid list does not name
+// (netclass-dra's claims and its generated NADs), whose addresses a
+// GC-capable IPAM would release. (A spy IPAM logs the commands it gets.)
+func TestGCNeverDelegatesToIPAM(t *testing.T) {
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "ipam.log")
+	spy := "#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID\" >> " + log + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "spy-ipam"), []byte(spy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CNI_PATH", bin)
+	s := Store{Dir: t.TempDir()}
+	for _, id := range []string{"stale", "kept"} {
+		if err := s.Put(&Record{Network: "blue", Plugin: "netclass-bridge", ContainerID: id, IfName: "net1", NetNS: "/x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var torn []string
+	ipam := IPAM{Type: "spy-ipam", Conf: []byte(`{"cniVersion":"1.1.0","name":"blue","type":"netclass-bridge","ipam":{"type":"spy-ipam"}}`)}
+	err := GC(context.Background(), s, "blue", []types.GCAttachment{{ContainerID: "kept", IfName: "net1"}}, ipam,
+		func(r *Record) error { torn = append(torn, r.ContainerID); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil || string(got) != "DEL stale\n" || !slices.Equal(torn, []string{"stale"}) {
+		t.Fatalf("IPAM got %q (%v), torn down %v; want only the stale attachment's DEL and teardown", got, err, torn)
 	}
 }

@@ -50,11 +50,6 @@ func (i IPAM) Check(ctx context.Context) error {
 	return i.noResult(ctx, "CHECK", invoke.DelegateCheck)
 }
 
-// GC releases allocations of attachments not in the config's valid list.
-func (i IPAM) GC(ctx context.Context) error {
-	return i.noResult(ctx, "GC", invoke.DelegateGC)
-}
-
 // Status asks whether the IPAM plugin can serve ADDs.
 func (i IPAM) Status(ctx context.Context) error {
 	return i.noResult(ctx, "STATUS", invoke.DelegateStatus)

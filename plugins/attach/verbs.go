@@ -60,7 +60,12 @@ func BeginCheck(ctx context.Context, cniVersion string, rawPrev map[string]any, 
 
 // GC tears down every recorded attachment of the network that is not in
 // valid, releasing its addresses with a per-attachment IPAM DEL (upstream
-// host-local has no GC of its own), then delegates GC to the IPAM plugin.
+// host-local has no GC of its own). Unlike upstream plugins it does not
+// delegate GC to the IPAM plugin: netclass's callers share an IPAM store
+// (netclass-dra's claims and its generated NADs draw from one host-local
+// directory and node block) but each knows only its own attachments, so a
+// GC-capable IPAM given one caller's valid list would release the other's
+// addresses, to be handed out twice.
 func GC(ctx context.Context, s Store, network string, valid []types.GCAttachment, ipam IPAM, teardown func(*Record) error) error {
 	recs, err := s.List(network)
 	if err != nil {
@@ -73,7 +78,6 @@ func GC(ctx context.Context, s Store, network string, valid []types.GCAttachment
 			errs = append(errs, ipam.ReleaseFor(ctx, r), teardown(r))
 		}
 	}
-	errs = append(errs, ipam.GC(ctx))
 	if err := errors.Join(errs...); err != nil {
 		return Internal(err, nil)
 	}
