@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,8 +44,9 @@ func NewListers(f informers.SharedInformerFactory) (Listers, error) {
 }
 
 // metadataOnly keeps what resolution reads of a pod: its metadata, its
-// containers' ports and its primary addresses (status.podIPs and
-// hostNetwork: the default network's peers).
+// containers' ports, its primary addresses (status.podIPs and
+// hostNetwork: the default network's peers) and what its network-status
+// says of its NAD networks (compactStatus).
 func metadataOnly(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -54,7 +56,7 @@ func metadataOnly(obj any) (any, error) {
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion,
 	}}
 	out.Status.PodIPs, out.Spec.HostNetwork = p.Status.PodIPs, p.Spec.HostNetwork
-	if st, ok := p.Annotations[multus.AnnotationNetworkStatus]; ok { // the pod's addresses on NAD networks
+	if st, ok := compactStatus(p.Annotations[multus.AnnotationNetworkStatus]); ok { // the pod's addresses on NAD networks
 		out.Annotations = map[string]string{multus.AnnotationNetworkStatus: st}
 	}
 	for _, c := range p.Spec.Containers { // named ports of NetworkPolicy egress rules
@@ -66,6 +68,34 @@ func metadataOnly(obj any) (any, error) {
 }
 
 var _ cache.TransformFunc = metadataOnly
+
+// maxStatusEntries bounds the network-status entries kept of a pod.
+const maxStatusEntries = 64
+
+// compactStatus is what resolution reads of a pod's network-status (its
+// secondary entries' NAD names and at most MaxNADAddressesPerPod addresses
+// each, the first maxStatusEntries of them), re-encoded: whoever may
+// update a pod writes the annotation, up to 256 KiB, which every node's
+// cache of the cluster's pods would otherwise keep whole. ok is false for
+// none, or one that does not decode (it names no address either way).
+func compactStatus(value string) (string, bool) {
+	entries, err := multus.ParseStatus(value)
+	if err != nil || len(entries) == 0 {
+		return "", false
+	}
+	var kept []multus.Status
+	for _, e := range entries {
+		if e.Default || len(e.Name) > 63+1+253 {
+			continue // the primary network's, or no NAD's name
+		}
+		kept = append(kept, multus.Status{Name: e.Name, IPs: e.IPs[:min(len(e.IPs), MaxNADAddressesPerPod)]})
+		if len(kept) == maxStatusEntries {
+			break
+		}
+	}
+	b, err := json.Marshal(kept)
+	return string(b), err == nil && len(kept) > 0
+}
 
 // Namespaces lists cached namespaces by label.
 func (l Listers) Namespaces(_ context.Context, sel labels.Selector) ([]corev1.Namespace, error) {

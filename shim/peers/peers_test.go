@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/shim/attachment"
+	"github.com/netclass-dev/netclass/shim/multus"
 	"github.com/netclass-dev/netclass/shim/network"
 )
 
@@ -250,5 +252,44 @@ func TestNADNetworkBoundsAPodsAddresses(t *testing.T) {
 	}
 	if len(got) != MaxNADAddressesPerPod || got[0].String() != "10.77.0.0" || got[1].String() != "10.77.0.1" {
 		t.Fatalf("the pod has %d addresses on the NAD's network: %v", len(got), got)
+	}
+}
+
+// The cache keeps of a pod's network-status (its users' to write, up to
+// 256 KiB, on every node for every pod of the cluster) only what
+// resolution reads: the secondary entries' NAD names and first addresses,
+// a bounded number of them; one that does not decode, nothing.
+func TestCacheKeepsABoundedNetworkStatus(t *testing.T) {
+	var entries []multus.Status
+	entries = append(entries, multus.Status{Name: "primary", Interface: "eth0", IPs: []string{"10.252.1.5"}, Default: true})
+	for i := range 1000 {
+		e := multus.Status{Name: fmt.Sprintf("games/n%d", i), Interface: fmt.Sprintf("net%d", i), MAC: "02:00:00:00:00:01"}
+		for j := range 100 {
+			e.IPs = append(e.IPs, fmt.Sprintf("10.%d.%d.%d", i/250, i%250, j))
+		}
+		entries = append(entries, e)
+	}
+	raw, _ := json.Marshal(entries)
+	p := pod("games", "db", "db")
+	for value, want := range map[string]string{string(raw): "", `[{"name":`: "none", "": "none"} {
+		p.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": value}
+		out, err := metadataOnly(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, has := out.(*corev1.Pod).Annotations["k8s.v1.cni.cncf.io/network-status"]
+		if want == "none" {
+			if has {
+				t.Errorf("kept %q of %q", kept, value)
+			}
+			continue
+		}
+		got, err := multus.ParseStatus(kept)
+		if err != nil || len(got) != maxStatusEntries || got[0].Name != "games/n0" || len(got[0].IPs) != MaxNADAddressesPerPod || got[0].IPs[0] != "10.0.0.0" {
+			t.Fatalf("kept %d entries (%v), the first %+v", len(got), err, got[0])
+		}
+		if len(kept) > 64*1024 {
+			t.Errorf("kept %d bytes of a %d-byte annotation", len(kept), len(value))
+		}
 	}
 }
