@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -74,7 +75,8 @@ const maxStatusEntries = 64
 
 // compactStatus is what resolution reads of a pod's network-status (its
 // secondary entries' NAD names and at most MaxNADAddressesPerPod addresses
-// each, the first maxStatusEntries of them), re-encoded: whoever may
+// each, those that parse, re-formatted: the first maxStatusEntries
+// entries), re-encoded: whoever may
 // update a pod writes the annotation, up to 256 KiB, which every node's
 // cache of the cluster's pods would otherwise keep whole. ok is false for
 // none, or one that does not decode (it names no address either way).
@@ -88,7 +90,13 @@ func compactStatus(value string) (string, bool) {
 		if e.Default || len(e.Name) > 63+1+253 {
 			continue // the primary network's, or no NAD's name
 		}
-		kept = append(kept, multus.Status{Name: e.Name, IPs: e.IPs[:min(len(e.IPs), MaxNADAddressesPerPod)]})
+		k := multus.Status{Name: e.Name}
+		for _, ip := range e.IPs {
+			if a, err := netip.ParseAddr(ip); err == nil && len(k.IPs) < MaxNADAddressesPerPod {
+				k.IPs = append(k.IPs, a.String()) // not the string as written: any length
+			}
+		}
+		kept = append(kept, k)
 		if len(kept) == maxStatusEntries {
 			break
 		}

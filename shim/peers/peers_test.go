@@ -257,11 +257,13 @@ func TestNADNetworkBoundsAPodsAddresses(t *testing.T) {
 
 // The cache keeps of a pod's network-status (its users' to write, up to
 // 256 KiB, on every node for every pod of the cluster) only what
-// resolution reads: the secondary entries' NAD names and first addresses,
-// a bounded number of them; one that does not decode, nothing.
+// resolution reads: the secondary entries' NAD names and first addresses
+// that parse (not a string of any length), a bounded number of them; one
+// that does not decode, nothing.
 func TestCacheKeepsABoundedNetworkStatus(t *testing.T) {
 	var entries []multus.Status
 	entries = append(entries, multus.Status{Name: "primary", Interface: "eth0", IPs: []string{"10.252.1.5"}, Default: true})
+	entries = append(entries, multus.Status{Name: "games/junk", Interface: "net0", IPs: []string{strings.Repeat("x", 200_000)}})
 	for i := range 1000 {
 		e := multus.Status{Name: fmt.Sprintf("games/n%d", i), Interface: fmt.Sprintf("net%d", i), MAC: "02:00:00:00:00:01"}
 		for j := range 100 {
@@ -285,8 +287,13 @@ func TestCacheKeepsABoundedNetworkStatus(t *testing.T) {
 			continue
 		}
 		got, err := multus.ParseStatus(kept)
-		if err != nil || len(got) != maxStatusEntries || got[0].Name != "games/n0" || len(got[0].IPs) != MaxNADAddressesPerPod || got[0].IPs[0] != "10.0.0.0" {
-			t.Fatalf("kept %d entries (%v), the first %+v", len(got), err, got[0])
+		if err != nil || len(got) != maxStatusEntries || got[0].Name != "games/junk" || len(got[0].IPs) != 0 ||
+			got[1].Name != "games/n0" || len(got[1].IPs) != MaxNADAddressesPerPod || got[1].IPs[0] != "10.0.0.0" {
+			var first []string
+			for _, e := range got[:min(2, len(got))] {
+				first = append(first, fmt.Sprintf("%s with %d addresses, the first %.40q", e.Name, len(e.IPs), e.IPs[:min(1, len(e.IPs))]))
+			}
+			t.Fatalf("kept %d entries (%v), the first two: %v", len(got), err, first)
 		}
 		if len(kept) > 64*1024 {
 			t.Errorf("kept %d bytes of a %d-byte annotation", len(kept), len(value))
