@@ -42,7 +42,7 @@ type Reporter struct {
 // each pod it is reserved for, and Ready=False entries for its devices.
 func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.ResourceClaim, devices []checkpoint.Device, err error) {
 	msg := err.Error()
-	r.Events.Event(ClaimRef(claim.Namespace, claim.Name, claim.UID), corev1.EventTypeWarning, EventPrepareFailed, msg)
+	r.Events.Event(claimRef(claim.Namespace, claim.Name, claim.UID), corev1.EventTypeWarning, EventPrepareFailed, msg)
 	for _, c := range claim.Status.ReservedFor {
 		if c.Resource == "pods" && c.APIGroup == "" {
 			r.Events.Event(PodRef(claim.Namespace, c.Name, string(c.UID)), corev1.EventTypeWarning, EventPrepareFailed,
@@ -71,7 +71,7 @@ func (r *Reporter) PrepareFailed(ctx context.Context, claim *resourceapi.Resourc
 
 // Warn records a Warning Event on the claim.
 func (r *Reporter) Warn(_ context.Context, claim *resourceapi.ResourceClaim, reason, message string) {
-	r.Events.Event(ClaimRef(claim.Namespace, claim.Name, claim.UID), corev1.EventTypeWarning, reason, message)
+	r.Events.Event(claimRef(claim.Namespace, claim.Name, claim.UID), corev1.EventTypeWarning, reason, message)
 }
 
 // Unprepared removes netclass's entries from the claim's status (best effort:
@@ -89,7 +89,7 @@ func (r *Reporter) Unprepared(ctx context.Context, claim kubeletplugin.Namespace
 func (r *Reporter) Attached(ctx context.Context, c *checkpoint.Claim, failures map[string]error) error {
 	err := r.Status.Write(ctx, c.Namespace, c.Name, Entries(c, failures))
 	if apierrors.IsInvalid(err) {
-		r.Events.Event(ClaimRef(c.Namespace, c.Name, c.UID), corev1.EventTypeWarning, EventStatusRefused, message.Truncate("netclass.dev's status of the claim was refused, the previous one stays: "+err.Error(), 1024))
+		r.Events.Event(claimRef(c.Namespace, c.Name, c.UID), corev1.EventTypeWarning, EventStatusRefused, message.Truncate("netclass.dev's status of the claim was refused, the previous one stays: "+err.Error(), 1024))
 	}
 	return err
 }
@@ -146,8 +146,8 @@ func PodRef(namespace, name, uid string) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: types.UID(uid)}
 }
 
-// ClaimRef references a ResourceClaim for an Event.
-func ClaimRef(namespace, name string, uid types.UID) *corev1.ObjectReference {
+// claimRef references a ResourceClaim for an Event.
+func claimRef(namespace, name string, uid types.UID) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim", Namespace: namespace, Name: name, UID: uid}
 }
 
