@@ -139,7 +139,9 @@ func (e *Env) deleteAndWait(t testing.TB, what string, del, get func(context.Con
 // DeleteLinks removes host devices a test's networks created (bridges,
 // VXLAN devices) on every node of the test bed, if they are still there.
 // netclass-dra removes a network's unused devices itself, at any moment, so
-// a device that is gone by the time `ip link del` runs is not an error.
+// a device that is gone by the time `ip link del` runs is not an error: ip
+// says "Cannot find device" when it is gone before ip looks up its name, and
+// "No such device" when it goes between that lookup and the deletion.
 func DeleteLinks(t testing.TB, names ...string) {
 	b, err := bed.Load(bed.StateDir())
 	if err != nil {
@@ -149,11 +151,15 @@ func DeleteLinks(t testing.TB, names ...string) {
 	for _, node := range b.Nodes {
 		for _, n := range names {
 			out, err := node.Command("ip", "link", "del", n).CombinedOutput()
-			if err != nil && !strings.Contains(string(out), "Cannot find device") {
+			if err != nil && !gone(string(out)) {
 				t.Errorf("delete link %s of node %s: %v: %s", n, node.Name, err, out)
 			}
 		}
 	}
+}
+
+func gone(ipOutput string) bool {
+	return strings.Contains(ipOutput, "Cannot find device") || strings.Contains(ipOutput, "No such device")
 }
 
 // WaitPodNetworkCondition waits until the PodNetwork's condition has the status.
