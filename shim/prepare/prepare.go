@@ -246,7 +246,7 @@ func (p *Plugin) device(ctx context.Context, claim *resourceapi.ResourceClaim, r
 	if net.Ref.Namespace != "" && net.Ref.Namespace != claim.Namespace {
 		return dev, &NamespaceError{Claim: claim.Namespace + "/" + claim.Name, Network: net.Ref}
 	}
-	cfg, err := OpaqueConfig(claim.Status.Allocation.Devices.Config, res.Request)
+	cfg, err := OpaqueConfig(claim, res.Request)
 	if err != nil {
 		return dev, fmt.Errorf("request %s: %w", res.Request, err)
 	}

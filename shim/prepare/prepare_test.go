@@ -241,12 +241,44 @@ func TestOpaqueConfigScopes(t *testing.T) {
 		opaque(resourceapi.AllocationConfigSourceClaim, []string{"net"}, `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"sub"}`),
 		{Source: resourceapi.AllocationConfigSourceClaim, DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: "other.example", Parameters: runtime.RawExtension{Raw: []byte("garbage")}}}},
 	}
-	got, err := OpaqueConfig(configs, "net/fast")
+	c := claim("default", "c1", "uid-1")
+	c.Status.Allocation.Devices.Config = configs
+	got, err := OpaqueConfig(c, "net/fast")
 	if err != nil || got == nil || got.InterfaceName != "sub" {
 		t.Fatalf("subrequest: %+v, %v", got, err)
 	}
-	if got, err := OpaqueConfig(configs, "other"); err != nil || got != nil {
+	if got, err := OpaqueConfig(c, "other"); err != nil || got != nil {
 		t.Fatalf("unrelated request: %+v, %v", got, err)
+	}
+}
+
+// An opaque configuration netclass refuses is named by the field the user
+// wrote: the allocation lists the DeviceClass's entries first and leaves out
+// the claim's entries for subrequests not chosen, so its index is not the
+// claim's.
+func TestOpaqueConfigErrorNamesTheClaimsField(t *testing.T) {
+	const good = `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"sub"}`
+	const bad = `{"apiVersion":"netclass.dev/v1alpha1","kind":"AttachmentConfig","interfaceName":"sub","bogus":1}`
+	c := claim("default", "c1", "uid-1")
+	for _, e := range []struct {
+		requests []string
+		raw      string
+	}{{nil, good}, {[]string{"net/slow"}, good}, {[]string{"net"}, bad}} {
+		c.Spec.Devices.Config = append(c.Spec.Devices.Config, resourceapi.DeviceClaimConfiguration{Requests: e.requests,
+			DeviceConfiguration: opaque(resourceapi.AllocationConfigSourceClaim, nil, e.raw).DeviceConfiguration})
+	}
+	c.Status.Allocation.Devices.Config = []resourceapi.DeviceAllocationConfiguration{
+		opaque(resourceapi.AllocationConfigSourceClass, []string{"net"}, good),
+		opaque(resourceapi.AllocationConfigSourceClaim, nil, good),
+		opaque(resourceapi.AllocationConfigSourceClaim, []string{"net"}, bad),
+	}
+	_, err := OpaqueConfig(c, "net/fast")
+	if err == nil || !strings.HasPrefix(err.Error(), "spec.devices.config[2].opaque.parameters: ") {
+		t.Fatalf("got %v, want the error to name spec.devices.config[2]", err)
+	}
+	c.Status.Allocation.Devices.Config[0] = opaque(resourceapi.AllocationConfigSourceClass, []string{"net"}, bad)
+	if _, err := OpaqueConfig(c, "net/fast"); err == nil || !strings.HasPrefix(err.Error(), "the DeviceClass's opaque configuration: ") {
+		t.Fatalf("got %v, want the error to name the DeviceClass", err)
 	}
 }
 
