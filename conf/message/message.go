@@ -4,6 +4,10 @@ package message
 
 import "unicode/utf8"
 
+// MaxCondition is the API server's limit of a metav1.Condition's message:
+// a longer one makes the whole status update invalid.
+const MaxCondition = 32768
+
 // Truncate cuts msg to at most limit (≥ 3) bytes, ending in "...", at a
 // character boundary: a message cut inside a UTF-8 sequence is stored with
 // U+FFFD in its place, so it never compares equal to the message its

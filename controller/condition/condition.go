@@ -5,6 +5,8 @@ package condition
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netclass-dev/netclass/conf/message"
 )
 
 // Change describes what setting a condition did.
@@ -15,10 +17,13 @@ type Change struct {
 	Transitioned bool
 }
 
-// Set puts want (its ObservedGeneration set to generation) into conds. lastTransitionTime
-// changes only when the status changes, as meta.SetStatusCondition does.
+// Set puts want (its ObservedGeneration set to generation, its message cut to
+// the API's limit: messages quote what users wrote) into conds.
+// lastTransitionTime changes only when the status changes, as
+// meta.SetStatusCondition does.
 func Set(conds *[]metav1.Condition, want metav1.Condition, generation int64) Change {
 	want.ObservedGeneration = generation
+	want.Message = message.Truncate(want.Message, message.MaxCondition)
 	old := meta.FindStatusCondition(*conds, want.Type)
 	c := Change{Transitioned: old == nil || old.Status != want.Status || old.Reason != want.Reason}
 	c.Updated = meta.SetStatusCondition(conds, want)

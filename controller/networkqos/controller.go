@@ -25,7 +25,6 @@ import (
 	mnlisters "github.com/netclass-dev/netclass/api/generated/listers/multinetwork/v1"
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
-	"github.com/netclass-dev/netclass/conf/message"
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
@@ -206,22 +205,19 @@ func fromNodes(nodes []netclassv1alpha1.NetworkQoSNodeStatus) (metav1.Condition,
 	switch {
 	case len(failed) > 0:
 		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionFalse, netclassv1alpha1.ReasonApplyFailed,
-			truncate(strings.Join(failed, "; "))), netclassv1alpha1.ReasonApplyFailed
+			strings.Join(failed, "; ")), netclassv1alpha1.ReasonApplyFailed
 	case len(nodes) > 0:
 		msg := fmt.Sprintf("enforced on %d attachments on %d nodes", attachments, len(nodes))
 		if len(leftOut) > 0 {
 			msg += "; some rules left out: " + strings.Join(leftOut, "; ")
 		}
 		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionTrue, netclassv1alpha1.ReasonApplied,
-			truncate(msg)), netclassv1alpha1.ReasonApplied
+			msg), netclassv1alpha1.ReasonApplied
 	default:
 		return condition.New(netclassv1alpha1.ConditionReady, metav1.ConditionUnknown, netclassv1alpha1.ReasonPending,
 			"no node runs an attachment it selects yet"), StatusPending
 	}
 }
-
-// truncate keeps a condition message within the API's limit.
-func truncate(msg string) string { return message.Truncate(msg, 32768) }
 
 // selected counts the netclass networks q selects: PodNetworks of provider netclass.dev
 // and Networks of q's namespace, by the selector of each type (unset networkSelectors

@@ -14,6 +14,7 @@ import (
 	"github.com/netclass-dev/netclass/api/contract"
 	ncapply "github.com/netclass-dev/netclass/api/generated/applyconfigurations/netclass/v1alpha1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/message"
 )
 
 // StatusAPI applies a NodeNetwork's status.
@@ -66,7 +67,7 @@ func Apply(nn *ncv1.NodeNetwork, v Verdict, now time.Time) *ncapply.NodeNetworkA
 	}
 	st := ncapply.NodeNetworkStatus().WithObservedGeneration(nn.Generation).
 		WithConditions(metav1ac.Condition().WithType(ncv1.ConditionReady).WithStatus(status).
-			WithReason(v.Reason).WithMessage(v.Message).WithLastTransitionTime(transition).
+			WithReason(v.Reason).WithMessage(message.Truncate(v.Message, message.MaxCondition)).WithLastTransitionTime(transition).
 			WithObservedGeneration(nn.Generation))
 	if v.Master != "" {
 		st.WithMaster(ncv1.InterfaceName(v.Master))

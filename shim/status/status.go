@@ -149,7 +149,7 @@ func condition(e Entry, now time.Time, omitted []string) *metav1ac.ConditionAppl
 		msg += "; " + strings.Join(omitted, "; ")
 	}
 	return metav1ac.Condition().WithType(ConditionReady).WithStatus(status).
-		WithReason(reason).WithMessage(message.Truncate(msg, 32768)).WithLastTransitionTime(metav1.NewTime(now))
+		WithReason(reason).WithMessage(message.Truncate(msg, message.MaxCondition)).WithLastTransitionTime(metav1.NewTime(now))
 }
 
 // bandwidthText is an allocation as a quantity ("30M"; "" for none).
