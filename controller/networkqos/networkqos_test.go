@@ -41,6 +41,7 @@ func TestValidate(t *testing.T) {
 				Ports: []netclassv1alpha1.Port{{Protocol: "TCP", Port: i32(443)}},
 			},
 			Bandwidth: &netclassv1alpha1.Bandwidth{Rate: i64(10000), Burst: i64(1000)}})},
+		{name: "an empty bandwidth limits nothing, as on the nodes", q: qos("ok", netclassv1alpha1.Rule{DSCP: 20, Bandwidth: &netclassv1alpha1.Bandwidth{}})},
 		{
 			name: "every problem named",
 			q: func() *netclassv1alpha1.NetworkQoS {

@@ -67,7 +67,9 @@ func Precedence(priority int32, index int) int {
 func rule(priority int32, index int, r netclassv1alpha1.Rule) qos.Rule {
 	dscp := int(r.DSCP)
 	out := qos.Rule{Priority: Precedence(priority, index), DSCP: &dscp}
-	if b := r.Bandwidth; b != nil {
+	// bandwidth: {} asks for no limit, as the nodes take it (shim/render);
+	// a burst without a rate (which the schema refuses) is reported.
+	if b := r.Bandwidth; b != nil && (b.Rate != nil || b.Burst != nil) {
 		out.Bandwidth = &qos.Bandwidth{}
 		if b.Rate != nil {
 			out.Bandwidth.Rate = *b.Rate
