@@ -254,14 +254,14 @@ func TestSegmentOwner(t *testing.T) {
 			nets: []*ncv1.Network{older(network("b", "overlay2", nil, i32(7)))}, owner: "Network tenant/b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			holders := netspec.Holders(tc.pns, append(tc.nets, tc.self), cns)
+			holders := netspec.Holders(tc.pns, append(tc.nets, tc.self), cns, nil)
 			var cn *ncv1.ClusterNetwork
 			for _, c := range cns {
 				if c.Name == tc.self.Spec.ClusterNetworkName {
 					cn = c
 				}
 			}
-			owner := netspec.Owner(netspec.NetworkHolder(tc.self, cn), holders)
+			owner := netspec.Owner(netspec.NetworkHolder(tc.self, cn, nil), holders)
 			got := ""
 			if owner != nil {
 				got = owner.String()
@@ -278,7 +278,7 @@ func TestBridgeSegments(t *testing.T) {
 	b := podNetwork("b", 2, `{"type":"netclass-bridge","bridge":"blue0"}`)
 	c := podNetwork("c", 3, `{"type":"netclass-bridge"}`)
 	d := podNetwork("d", 4, `{"type":"netclass-bridge","bridge":"netclass0"}`)
-	holders := netspec.Holders([]*mnv1.PodNetwork{a, b, c, d}, nil, nil)
+	holders := netspec.Holders([]*mnv1.PodNetwork{a, b, c, d}, nil, nil, nil)
 	for i, want := range []string{"", "PodNetwork a", "", "PodNetwork c"} {
 		got := ""
 		if o := netspec.Owner(holders[i], holders); o != nil {

@@ -123,11 +123,13 @@ func Owner(h Holder, all []Holder) *Holder {
 }
 
 // NetworkHolder describes a Network under its ClusterNetwork (nil when it does
-// not exist: no segment can be told).
-func NetworkHolder(n *ncv1.Network, cn *ncv1.ClusterNetwork) Holder {
+// not exist: no segment can be told). A Network its ClusterNetwork does not
+// let in (NotPermitted, the namespace's labels from ns) holds no segment: a
+// tenant cannot reserve the IDs of a network it may not use.
+func NetworkHolder(n *ncv1.Network, cn *ncv1.ClusterNetwork, ns NamespaceLabels) Holder {
 	h := Holder{Kind: "Network", Namespace: n.Namespace, Name: n.Name, Created: n.CreationTimestamp.Time}
 	switch {
-	case cn == nil:
+	case cn == nil || NotPermitted(n, cn, ns) != "":
 	case cn.Spec.Type == ncv1.NetworkTypeVXLAN && n.Spec.VNI != nil:
 		h.Segment = Segment{Kind: SegmentVXLAN, ID: int(*n.Spec.VNI)}
 	case cn.Spec.Type == ncv1.NetworkTypeVLAN && n.Spec.VLANID != nil:
@@ -172,9 +174,10 @@ func PodNetworkHolder(pn *mnv1.PodNetwork) Holder {
 }
 
 // Holders describes every object that may hold a segment: netclass.dev
-// PodNetworks, and Networks with their ClusterNetworks. Objects being deleted
-// still hold their segment until they are gone (their pods may still run).
-func Holders(pns []*mnv1.PodNetwork, nets []*ncv1.Network, cns []*ncv1.ClusterNetwork) []Holder {
+// PodNetworks, and Networks with their ClusterNetworks (their namespaces'
+// labels from ns). Objects being deleted still hold their segment until
+// they are gone (their pods may still run).
+func Holders(pns []*mnv1.PodNetwork, nets []*ncv1.Network, cns []*ncv1.ClusterNetwork, ns NamespaceLabels) []Holder {
 	byName := make(map[string]*ncv1.ClusterNetwork, len(cns))
 	for _, cn := range cns {
 		byName[cn.Name] = cn
@@ -186,7 +189,7 @@ func Holders(pns []*mnv1.PodNetwork, nets []*ncv1.Network, cns []*ncv1.ClusterNe
 		}
 	}
 	for _, n := range nets {
-		out = append(out, NetworkHolder(n, byName[n.Spec.ClusterNetworkName]))
+		out = append(out, NetworkHolder(n, byName[n.Spec.ClusterNetworkName], ns))
 	}
 	return out
 }

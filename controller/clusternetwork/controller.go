@@ -74,20 +74,15 @@ func New(client ncclient.Interface, kube kubernetes.Interface, nc ncinformers.Sh
 		recorder:        recorder,
 	}
 	c.queue = worker.New(Name, c.Reconcile)
-	for _, h := range []struct {
-		inf     cache.SharedIndexInformer
-		handler cache.ResourceEventHandler
-	}{
-		{cnInf.Informer(), c.queue.Handler()},
-		{nnInf.Informer(), worker.MapHandler(nodeNetworkKeys, c.queue)},
-		{nodeInf.Informer(), c.nodeHandler()},
-	} {
-		reg, err := h.inf.AddEventHandler(h.handler)
-		if err != nil {
-			return nil, fmt.Errorf("clusternetwork controller: add event handler: %w", err)
-		}
-		c.synced = append(c.synced, reg.HasSynced)
+	synced, err := worker.AddHandlers(
+		worker.Handler{Informer: cnInf.Informer(), Handler: c.queue.Handler()},
+		worker.Handler{Informer: nnInf.Informer(), Handler: worker.MapHandler(nodeNetworkKeys, c.queue)},
+		worker.Handler{Informer: nodeInf.Informer(), Handler: c.nodeHandler()},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("clusternetwork controller: %w", err)
 	}
+	c.synced = synced
 	return c, nil
 }
 

@@ -289,7 +289,7 @@ func build(cl clients, kubeInf informers.SharedInformerFactory, ncInf ncinformer
 	add(nc, err)
 	add(clusternetwork.New(cl.nc, cl.kube, ncInf, kubeInf, cl.recorder))
 	add(nodeindex.New(cl.kube, kubeInf, cl.recorder))
-	add(network.New(cl.nc, ncInf, cl.recorder))
+	add(network.New(cl.nc, ncInf, kubeInf, cl.recorder))
 	add(networkqos.New(cl.nc, ncInf, cl.recorder))
 	nads, err := nad.New(cl.dyn, cl.kube.Discovery(), kubeInf, ncInf, cl.recorder)
 	if err == nil && opts.NADRecheck > 0 {

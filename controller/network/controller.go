@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -43,17 +45,19 @@ type Controller struct {
 	byCluster       cache.Indexer // the Network informer's, with byClusterNetwork and segment.ByID
 	clusterNetworks nclisters.ClusterNetworkLister
 	podNetworks     mnlisters.PodNetworkLister
+	namespaces      corelisters.NamespaceLister
 	recorder        record.EventRecorder
 	queue           *worker.Queue
 	synced          []cache.InformerSynced
 }
 
-// New wires the controller to the Network, ClusterNetwork and PodNetwork informers; the
-// factory must be started by the caller.
-func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+// New wires the controller to the Network, ClusterNetwork, PodNetwork and Namespace
+// informers; the factories must be started by the caller.
+func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
 	netInf := nc.Netclass().V1alpha1().Networks()
 	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
 	pnInf := nc.Multinetwork().V1().PodNetworks()
+	nsInf := kube.Core().V1().Namespaces()
 	if err := netInf.Informer().AddIndexers(cache.Indexers{byClusterNetwork: indexNetwork}); err != nil {
 		return nil, fmt.Errorf("network controller: add network index: %w", err)
 	}
@@ -66,24 +70,22 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 		byCluster:       netInf.Informer().GetIndexer(),
 		clusterNetworks: cnInf.Lister(),
 		podNetworks:     pnInf.Lister(),
+		namespaces:      nsInf.Lister(),
 		recorder:        recorder,
 	}
 	c.queue = worker.New(Name, c.Reconcile)
-	for _, h := range []struct {
-		inf     cache.SharedIndexInformer
-		handler cache.ResourceEventHandler
-	}{
+	synced, err := worker.AddHandlers(
 		// A network object changing or going may settle a segment conflict of others.
-		{netInf.Informer(), worker.MapHandler(c.networkKeys, c.queue)},
-		{cnInf.Informer(), worker.MapHandler(c.clusterKeys, c.queue)},
-		{pnInf.Informer(), worker.MapHandler(c.podNetworkKeys, c.queue)},
-	} {
-		reg, err := h.inf.AddEventHandler(h.handler)
-		if err != nil {
-			return nil, fmt.Errorf("network controller: add event handler: %w", err)
-		}
-		c.synced = append(c.synced, reg.HasSynced)
+		worker.Handler{Informer: netInf.Informer(), Handler: worker.MapHandler(c.networkKeys, c.queue)},
+		worker.Handler{Informer: cnInf.Informer(), Handler: worker.MapHandler(c.clusterKeys, c.queue)},
+		worker.Handler{Informer: pnInf.Informer(), Handler: worker.MapHandler(c.podNetworkKeys, c.queue)},
+		// A namespace's labels decide whether ClusterNetworks let its Networks in.
+		worker.Handler{Informer: nsInf.Informer(), Handler: worker.LabelsHandler(c.namespaceKeys, c.queue)},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("network controller: %w", err)
 	}
+	c.synced = synced
 	return c, nil
 }
 
@@ -119,6 +121,24 @@ func (c *Controller) networkKeys(obj any) []string {
 	return keys
 }
 
+// namespaceKeys: the namespace's Networks and those on the segments they
+// name (whether its Networks hold theirs may change).
+func (c *Controller) namespaceKeys(obj any) []string {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return nil
+	}
+	nets, err := c.byCluster.ByIndex(cache.NamespaceIndex, ns.Name)
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, n := range nets {
+		keys = append(keys, c.networkKeys(n)...)
+	}
+	return keys
+}
+
 func (c *Controller) podNetworkKeys(obj any) []string {
 	if pn, ok := obj.(*multinetworkv1.PodNetwork); ok {
 		return c.overlapping(netspec.PodNetworkHolder(pn).Segment)
@@ -142,7 +162,7 @@ func (c *Controller) overlapping(seg netspec.Segment) []string {
 }
 
 func (c *Controller) segments() segment.Listers {
-	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.byCluster, ClusterNetworks: c.clusterNetworks}
+	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.byCluster, ClusterNetworks: c.clusterNetworks, Namespaces: c.namespaces}
 }
 
 // clusterKeys: the Networks of a ClusterNetwork and the Networks naming the
@@ -205,11 +225,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if apierrors.IsNotFound(err) {
 		cn = nil
 	}
-	holders, err := c.segments().Overlapping(netspec.NetworkHolder(net, cn).Segment)
+	segs := c.segments()
+	holders, err := segs.Overlapping(netspec.NetworkHolder(net, cn, segs.NamespaceLabels()).Segment)
 	if err != nil {
 		return worker.Result{}, err
 	}
-	return worker.Result{}, c.updateStatus(ctx, net, Evaluate(net, cn, holders))
+	return worker.Result{}, c.updateStatus(ctx, net, Evaluate(net, cn, holders, segs.NamespaceLabels()))
 }
 
 func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Network, o Outcome) error {

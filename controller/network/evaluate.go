@@ -23,20 +23,20 @@ type Outcome struct {
 
 // Evaluate decides a Network's status from its ClusterNetwork (nil when missing) and every
 // object that may hold a segment (netspec.Holders: PodNetworks and the Networks of every
-// ClusterNetwork). Order: NameTooLong, ClusterNetworkNotFound, TypeMismatch, SegmentConflict,
-// InvalidConfig, ClusterNetworkNotReady, Ready. The config is published whenever it renders,
+// ClusterNetwork) and the labels of namespaces. Order: NameTooLong, ClusterNetworkNotFound,
+// TypeMismatch, NotAllowed, SegmentConflict, InvalidConfig, ClusterNetworkNotReady, Ready. The config is published whenever it renders,
 // even while the ClusterNetwork has no ready node; it is informational: every node renders
 // the config it runs itself, from the same specs (conf/netspec). SegmentHeld says whether
 // the Network holds its segment, whatever its Ready (an invalid Network holds one too).
-func Evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, holders []netspec.Holder) Outcome {
-	self := netspec.NetworkHolder(net, cn)
+func Evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, holders []netspec.Holder, ns netspec.NamespaceLabels) Outcome {
+	self := netspec.NetworkHolder(net, cn, ns)
 	owner := netspec.Owner(self, holders)
-	out := evaluate(net, cn, self, owner)
+	out := evaluate(net, cn, self, owner, ns)
 	out.Held = netspec.HeldCondition(self, owner)
 	return out
 }
 
-func evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, self netspec.Holder, owner *netspec.Holder) Outcome {
+func evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork, self netspec.Holder, owner *netspec.Holder, ns netspec.NamespaceLabels) Outcome {
 	const t = netclassv1alpha1.ConditionReady
 	if len(net.Name) > contract.MaxNetworkName || len(net.Namespace) > contract.MaxNetworkName {
 		return Outcome{Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonNameTooLong,
@@ -49,6 +49,9 @@ func evaluate(net *netclassv1alpha1.Network, cn *netclassv1alpha1.ClusterNetwork
 	}
 	if msg := netspec.TypeMismatch(net, cn); msg != "" {
 		return Outcome{Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonTypeMismatch, msg)}
+	}
+	if msg := netspec.NotPermitted(net, cn, ns); msg != "" {
+		return Outcome{Type: cn.Spec.Type, Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonNotAllowed, msg)}
 	}
 	if owner != nil {
 		return Outcome{Type: cn.Spec.Type, Ready: condition.New(t, metav1.ConditionFalse, netclassv1alpha1.ReasonSegmentConflict,

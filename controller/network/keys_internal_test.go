@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -29,7 +30,7 @@ func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
 		net("t2", "same-vni", "overlay", 10), net("t3", "same-vni-elsewhere", "overlay2", 10),
 		net("t2", "sibling", "overlay", 11), net("t1", "sibling2", "overlay", 12),
 		net("t4", "orphan", "gone", 10)})
-	c, err := New(env.NC, env.NCInf, env.Recorder)
+	c, err := New(env.NC, env.NCInf, env.KubeInf, env.Recorder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,5 +58,13 @@ func TestANetworksEventQueuesItsSegmentOnly(t *testing.T) {
 	got = slices.Compact(got)
 	if want := []string{"t1/mine", "t2/same-vni", "t3/same-vni-elsewhere", "t4/orphan"}; !slices.Equal(got, want) {
 		t.Fatalf("an event of ClusterNetwork overlay2 queues %v, want %v", got, want)
+	}
+	// a namespace's labels (namespaceSelectors read them): its Networks and
+	// those on their segments
+	got = c.namespaceKeys(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1"}})
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if want := []string{"t1/mine", "t1/sibling2", "t2/same-vni", "t3/same-vni-elsewhere"}; !slices.Equal(got, want) {
+		t.Fatalf("an event of namespace t1 queues %v, want %v", got, want)
 	}
 }

@@ -111,7 +111,7 @@ func TestEvaluate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			all := append(append([]*netclassv1alpha1.Network{}, tc.others...), tc.net)
 			cns := []*netclassv1alpha1.ClusterNetwork{vlanCN(), vxlanCN(), vxlanCN2()}
-			o := network.Evaluate(tc.net, tc.cn, netspec.Holders(tc.pns, all, cns))
+			o := network.Evaluate(tc.net, tc.cn, netspec.Holders(tc.pns, all, cns, nil), nil)
 			if o.Ready.Status != tc.status || o.Ready.Reason != tc.reason || !strings.Contains(o.Ready.Message, tc.msgHas) {
 				t.Errorf("got %s/%s %q, want %s/%s containing %q", o.Ready.Status, o.Ready.Reason, o.Ready.Message, tc.status, tc.reason, tc.msgHas)
 			}
@@ -119,6 +119,47 @@ func TestEvaluate(t *testing.T) {
 				t.Errorf("config %v, want one: %v", o.Config, tc.config)
 			}
 			if got := heldStatus(o.Held); tc.held != "" && got != tc.held {
+				t.Errorf("SegmentHeld %s, want %s", got, tc.held)
+			}
+		})
+	}
+}
+
+// A ClusterNetwork lets in only the namespaces its namespaceSelector selects
+// and the IDs its segmentIds list; a Network it does not let in is not Ready
+// and holds no segment, so it cannot keep a permitted one off its ID.
+func TestEvaluateNotAllowed(t *testing.T) {
+	cn := vlanCN()
+	cn.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "paid"}}
+	cn.Spec.SegmentIDs = []netclassv1alpha1.IDRange{{First: 100, Last: 199}, {First: 300, Last: 300}}
+	labels := map[string]map[string]string{"tenant": {"tier": "free"}, "paid": {"tier": "paid"}}
+	ns := func(name string) (map[string]string, bool) { l, ok := labels[name]; return l, ok }
+	in := func(namespace string, n *netclassv1alpha1.Network) *netclassv1alpha1.Network {
+		n.Namespace = namespace
+		return n
+	}
+	squatter := net("first", "trunk", i32(150), nil) // namespace tenant, created before
+	squatter.CreationTimestamp = metav1.NewTime(time.Unix(10, 0))
+	for _, tc := range []struct {
+		name   string
+		net    *netclassv1alpha1.Network
+		reason string
+		msgHas string
+		held   string
+	}{
+		{"namespace not selected", net("red", "trunk", i32(150), nil), "NotAllowed", "namespace tenant is not selected by spec.namespaceSelector of ClusterNetwork trunk", "none"},
+		{"namespace unknown", in("gone", net("red", "trunk", i32(150), nil)), "NotAllowed", "namespace gone", "none"},
+		{"id outside the ranges", in("paid", net("red", "trunk", i32(200), nil)), "NotAllowed", "vlanId 200 is not in spec.segmentIds of ClusterNetwork trunk", "none"},
+		{"id in a range of one", in("paid", net("red", "trunk", i32(300), nil)), "Ready", "VLAN ID 300", "True"},
+		{"a Network not let in holds nothing", in("paid", net("red", "trunk", i32(150), nil)), "Ready", "VLAN ID 150", "True"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := []*netclassv1alpha1.Network{squatter, tc.net}
+			o := network.Evaluate(tc.net, cn, netspec.Holders(nil, all, []*netclassv1alpha1.ClusterNetwork{cn}, ns), ns)
+			if o.Ready.Reason != tc.reason || !strings.Contains(o.Ready.Message, tc.msgHas) {
+				t.Errorf("got %s %q, want %s containing %q", o.Ready.Reason, o.Ready.Message, tc.reason, tc.msgHas)
+			}
+			if got := heldStatus(o.Held); got != tc.held {
 				t.Errorf("SegmentHeld %s, want %s", got, tc.held)
 			}
 		})
@@ -143,7 +184,7 @@ func TestSameConfig(t *testing.T) {
 
 func TestReconcile(t *testing.T) {
 	env := harness.New(t, nil, []runtime.Object{vlanCN(), net("red", "trunk", i32(100), nil)})
-	c, err := network.New(env.NC, env.NCInf, env.Recorder)
+	c, err := network.New(env.NC, env.NCInf, env.KubeInf, env.Recorder)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,20 +66,15 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 		client: client, qoses: qInf.Lister(), podNetworks: pnInf.Lister(), networks: netInf.Lister(), recorder: recorder,
 	}
 	c.queue = worker.New(Name, c.Reconcile)
-	for _, h := range []struct {
-		inf     cache.SharedIndexInformer
-		handler cache.ResourceEventHandler
-	}{
-		{qInf.Informer(), c.queue.Handler()},
-		{pnInf.Informer(), worker.MapHandler(func(any) []string { return c.keys("") }, c.queue)},
-		{netInf.Informer(), worker.MapHandler(c.namespaceKeys, c.queue)},
-	} {
-		reg, err := h.inf.AddEventHandler(h.handler)
-		if err != nil {
-			return nil, fmt.Errorf("networkqos controller: add event handler: %w", err)
-		}
-		c.synced = append(c.synced, reg.HasSynced)
+	synced, err := worker.AddHandlers(
+		worker.Handler{Informer: qInf.Informer(), Handler: c.queue.Handler()},
+		worker.Handler{Informer: pnInf.Informer(), Handler: worker.MapHandler(func(any) []string { return c.keys("") }, c.queue)},
+		worker.Handler{Informer: netInf.Informer(), Handler: worker.MapHandler(c.namespaceKeys, c.queue)},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("networkqos controller: %w", err)
 	}
+	c.synced = synced
 	return c, nil
 }
 

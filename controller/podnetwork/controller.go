@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -54,6 +55,7 @@ type Controller struct {
 	podNetworks  mnlisters.PodNetworkLister
 	networkIndex cache.Indexer // the Network informer's, with segment.ByID
 	clusterNets  nclisters.ClusterNetworkLister
+	namespaces   corelisters.NamespaceLister
 	claims       resourcelisters.ResourceClaimLister
 	slices       resourcelisters.ResourceSliceLister
 	recorder     record.EventRecorder
@@ -69,6 +71,7 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
 	claimInf := kube.Resource().V1().ResourceClaims()
 	sliceInf := kube.Resource().V1().ResourceSlices()
+	nsInf := kube.Core().V1().Namespaces()
 	if err := segment.AddIndex(netInf.Informer()); err != nil {
 		return nil, fmt.Errorf("podnetwork controller: %w", err)
 	}
@@ -77,29 +80,27 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		podNetworks:  pnInf.Lister(),
 		networkIndex: netInf.Informer().GetIndexer(),
 		clusterNets:  cnInf.Lister(),
+		namespaces:   nsInf.Lister(),
 		claims:       claimInf.Lister(),
 		slices:       sliceInf.Lister(),
 		recorder:     recorder,
 	}
 	c.queue = worker.New(Name, c.Reconcile)
-	for _, h := range []struct {
-		inf     cache.SharedIndexInformer
-		handler cache.ResourceEventHandler
-	}{
+	synced, err := worker.AddHandlers(
 		// A network object changing or going may settle a segment conflict of others.
-		{pnInf.Informer(), worker.MapHandler(c.podNetworkKeys, c.queue)},
-		{netInf.Informer(), worker.MapHandler(c.networkKeys, c.queue)},
+		worker.Handler{Informer: pnInf.Informer(), Handler: worker.MapHandler(c.podNetworkKeys, c.queue)},
+		worker.Handler{Informer: netInf.Informer(), Handler: worker.MapHandler(c.networkKeys, c.queue)},
 		// A ClusterNetwork changing type or VLAN master, or going, moves its Networks' segments.
-		{cnInf.Informer(), worker.MapHandler(c.segmentKeys, c.queue)},
-		{claimInf.Informer(), worker.MapHandler(c.claimKeys, c.queue)},
-		{sliceInf.Informer(), worker.MapHandler(c.sliceKeys, c.queue)},
-	} {
-		reg, err := h.inf.AddEventHandler(h.handler)
-		if err != nil {
-			return nil, fmt.Errorf("podnetwork controller: add event handler: %w", err)
-		}
-		c.synced = append(c.synced, reg.HasSynced)
+		worker.Handler{Informer: cnInf.Informer(), Handler: worker.MapHandler(c.segmentKeys, c.queue)},
+		worker.Handler{Informer: claimInf.Informer(), Handler: worker.MapHandler(c.claimKeys, c.queue)},
+		worker.Handler{Informer: sliceInf.Informer(), Handler: worker.MapHandler(c.sliceKeys, c.queue)},
+		// A namespace's labels decide whether its Networks hold their segments.
+		worker.Handler{Informer: nsInf.Informer(), Handler: worker.LabelsHandler(c.namespaceKeys, c.queue)},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("podnetwork controller: %w", err)
 	}
+	c.synced = synced
 	return c, nil
 }
 
@@ -172,6 +173,23 @@ func (c *Controller) networkKeys(obj any) []string {
 	return keys
 }
 
+// namespaceKeys: the PodNetworks on the segments the namespace's Networks name.
+func (c *Controller) namespaceKeys(obj any) []string {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return nil
+	}
+	nets, err := c.networkIndex.ByIndex(cache.NamespaceIndex, ns.Name)
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, n := range nets {
+		keys = append(keys, c.networkKeys(n)...)
+	}
+	return keys
+}
+
 // overlapping returns the names of the PodNetworks whose segment overlaps seg.
 func (c *Controller) overlapping(seg netspec.Segment) []string {
 	if seg.Kind == "" {
@@ -191,7 +209,7 @@ func (c *Controller) overlapping(seg netspec.Segment) []string {
 }
 
 func (c *Controller) segments() segment.Listers {
-	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networkIndex, ClusterNetworks: c.clusterNets}
+	return segment.Listers{PodNetworks: c.podNetworks, Networks: c.networkIndex, ClusterNetworks: c.clusterNets, Namespaces: c.namespaces}
 }
 
 // sliceKeys: the PodNetworks the slice's netclass.dev devices name.

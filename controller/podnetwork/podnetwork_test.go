@@ -97,7 +97,7 @@ func TestReadyCondition(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := podnetwork.ReadyCondition(tc.pn, netspec.Holders(append(tc.others, tc.pn), nil, nil))
+			c := podnetwork.ReadyCondition(tc.pn, netspec.Holders(append(tc.others, tc.pn), nil, nil, nil))
 			if c.Type != "Ready" || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("got %s=%s/%s (%s), want %s/%s", c.Type, c.Status, c.Reason, c.Message, tc.status, tc.reason)
 			}

@@ -71,12 +71,17 @@ func Named(n *ncv1.Network) []netspec.Segment {
 func idKey(kind string, id int) string { return kind + "/" + strconv.Itoa(id) }
 
 // Listers are the caches segment holders come from; Networks is the Network
-// informer's indexer, with ByID (AddIndex).
+// informer's indexer, with ByID (AddIndex). Namespaces' labels decide whether
+// a ClusterNetwork lets a Network in (netspec.NotPermitted).
 type Listers struct {
 	PodNetworks     mnlisters.PodNetworkLister
 	Networks        cache.Indexer
 	ClusterNetworks nclisters.ClusterNetworkLister
+	Namespaces      netspec.NamespaceGetter
 }
+
+// NamespaceLabels answers namespaces' labels from the cache.
+func (l Listers) NamespaceLabels() netspec.NamespaceLabels { return netspec.NamespacesOf(l.Namespaces) }
 
 // Overlapping lists the objects whose segment overlaps seg: netspec.Owner
 // over them answers as over every holder. PodNetworks, cluster-scoped (an
@@ -106,7 +111,7 @@ func (l Listers) Overlapping(seg netspec.Segment) ([]netspec.Holder, error) {
 		return nil, fmt.Errorf("list clusternetworks: %w", err)
 	}
 	var out []netspec.Holder
-	for _, h := range netspec.Holders(pns, nets, cns) {
+	for _, h := range netspec.Holders(pns, nets, cns, l.NamespaceLabels()) {
 		if h.Segment.Overlaps(seg) {
 			out = append(out, h)
 		}

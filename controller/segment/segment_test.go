@@ -100,7 +100,7 @@ func TestOverlappingDecidesAsEveryHolder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := range 100 {
 		c := newCluster(t, r, r.IntN(30), r.IntN(10), 4)
-		all := netspec.Holders(c.pns, c.nets, c.cns)
+		all := netspec.Holders(c.pns, c.nets, c.cns, nil)
 		for _, h := range all {
 			some, err := c.listers.Overlapping(h.Segment)
 			if err != nil {
@@ -121,7 +121,7 @@ func BenchmarkOwnerAmong10000Networks(b *testing.B) {
 	c := newCluster(b, rand.New(rand.NewPCG(5, 6)), 10000, 20, 4000)
 	vni := int32(7)
 	nw := &ncv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "mine"}, Spec: ncv1.NetworkSpec{ClusterNetworkName: "overlay", VNI: &vni}}
-	self := netspec.NetworkHolder(nw, c.cns[0])
+	self := netspec.NetworkHolder(nw, c.cns[0], nil)
 	b.Run("indexed", func(b *testing.B) {
 		for b.Loop() {
 			some, err := c.listers.Overlapping(self.Segment)
@@ -133,7 +133,7 @@ func BenchmarkOwnerAmong10000Networks(b *testing.B) {
 	})
 	b.Run("every holder", func(b *testing.B) {
 		for b.Loop() {
-			netspec.Owner(self, netspec.Holders(c.pns, c.nets, c.cns))
+			netspec.Owner(self, netspec.Holders(c.pns, c.nets, c.cns, nil))
 		}
 	})
 }

@@ -7,10 +7,12 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -95,6 +97,43 @@ func MapHandler(keys func(obj any) []string, q *Queue) cache.ResourceEventHandle
 		UpdateFunc: func(old, obj any) { add(old); add(obj) },
 		DeleteFunc: add,
 	}
+}
+
+// Handler is an event handler for an informer's events.
+type Handler struct {
+	Informer cache.SharedIndexInformer
+	Handler  cache.ResourceEventHandler
+}
+
+// AddHandlers adds each handler to its informer and returns whether each has
+// been delivered its informer's initial list.
+func AddHandlers(hs ...Handler) ([]cache.InformerSynced, error) {
+	synced := make([]cache.InformerSynced, 0, len(hs))
+	for _, h := range hs {
+		reg, err := h.Informer.AddEventHandler(h.Handler)
+		if err != nil {
+			return nil, fmt.Errorf("add event handler: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	return synced, nil
+}
+
+// LabelsHandler is MapHandler for objects whose labels alone matter (a
+// namespace's, which selectors read): an update whose labels are unchanged,
+// such as an informer's resync, queues nothing.
+func LabelsHandler(keys func(obj any) []string, q *Queue) cache.ResourceEventHandler {
+	h := MapHandler(keys, q).(cache.ResourceEventHandlerFuncs)
+	update := h.UpdateFunc
+	h.UpdateFunc = func(old, obj any) {
+		o, errOld := meta.Accessor(old)
+		n, errNew := meta.Accessor(obj)
+		if errOld == nil && errNew == nil && maps.Equal(o.GetLabels(), n.GetLabels()) {
+			return
+		}
+		update(old, obj)
+	}
+	return h
 }
 
 // Run starts workers goroutines and blocks until ctx ends, then shuts the queue down and

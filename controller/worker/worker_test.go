@@ -10,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 
@@ -102,5 +104,26 @@ netclass_controller_workqueue_depth{controller="network"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "netclass_controller_workqueue_depth"); err != nil {
 		t.Error(err)
+	}
+}
+
+// LabelsHandler queues on an object's arrival and departure and on a change
+// of its labels; an update that leaves them (a resync, a status write)
+// queues nothing.
+func TestLabelsHandler(t *testing.T) {
+	q := New("network", func(context.Context, string) (Result, error) { return Result{}, nil })
+	h := LabelsHandler(func(obj any) []string { return []string{obj.(*corev1.Namespace).Name} }, q)
+	ns := func(name string, labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	h.OnUpdate(ns("same", map[string]string{"tier": "paid"}), ns("same", map[string]string{"tier": "paid"}))
+	if q.Len() != 0 {
+		t.Fatalf("an update with the same labels queued %d keys", q.Len())
+	}
+	h.OnUpdate(ns("relabelled", map[string]string{"tier": "paid"}), ns("relabelled", map[string]string{"tier": "free"}))
+	h.OnAdd(ns("new", nil), false)
+	h.OnDelete(ns("gone", nil))
+	if q.Len() != 3 {
+		t.Fatalf("%d keys queued, want relabelled, new and gone", q.Len())
 	}
 }

@@ -237,7 +237,7 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 		Classes: mn.NetworkClasses().Lister(), PodNets: mn.PodNetworks().Lister(),
 		Nets: ncv.Networks().Lister(), ClusterNets: ncv.ClusterNetworks().Lister(),
 		NodeNets: d.nodeFac.Netclass().V1alpha1().NodeNetworks().Lister(),
-		AllNodes: nodes.Lister(),
+		AllNodes: nodes.Lister(), Namespaces: d.peerFac.Core().V1().Namespaces().Lister(),
 	})
 	trigger := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.publisher.Trigger() },
@@ -250,6 +250,8 @@ func (d *Daemon) informers(ctx context.Context) (err error) {
 	} {
 		inf.AddEventHandler(trigger)
 	}
+	// ClusterNetworks' namespaceSelectors read namespaces' labels.
+	d.peerFac.Core().V1().Namespaces().Informer().AddEventHandler(labelsTrigger(d.publisher.Trigger))
 	nodes.Informer().AddEventHandler(nodeHandler(d.publisher.Trigger))
 	// Registered before Start, so that their listers are served.
 	ncv.NetworkQoSes().Informer()

@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -64,4 +66,21 @@ func essentials(n *corev1.Node) *corev1.Node {
 	out := e.(*corev1.Node).DeepCopy()
 	out.ResourceVersion = ""
 	return out
+}
+
+// labelsTrigger calls f when an object comes, goes or changes its labels
+// (a namespace's, which ClusterNetworks' namespaceSelectors read), not at
+// each resync.
+func labelsTrigger(f func()) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { f() },
+		DeleteFunc: func(any) { f() },
+		UpdateFunc: func(old, obj any) {
+			o, err1 := meta.Accessor(old)
+			n, err2 := meta.Accessor(obj)
+			if err1 != nil || err2 != nil || !maps.Equal(o.GetLabels(), n.GetLabels()) {
+				f()
+			}
+		},
+	}
 }

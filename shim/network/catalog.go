@@ -13,6 +13,7 @@ import (
 	nclisters "github.com/netclass-dev/netclass/api/generated/listers/netclass/v1alpha1"
 	mnv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/conf/netspec"
 )
 
 // Listers reads the objects from informer caches. NodeNetworks must come
@@ -24,7 +25,11 @@ type Listers struct {
 	ClusterNets nclisters.ClusterNetworkLister
 	NodeNets    nclisters.NodeNetworkLister
 	AllNodes    corelisters.NodeLister
+	Namespaces  corelisters.NamespaceLister
 }
+
+// NamespaceLabels answers namespaces' labels from the cache.
+func (l Listers) NamespaceLabels() netspec.NamespaceLabels { return netspec.NamespacesOf(l.Namespaces) }
 
 // NetworkClasses lists every NetworkClass.
 func (l Listers) NetworkClasses() ([]*mnv1.NetworkClass, error) {

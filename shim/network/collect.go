@@ -25,6 +25,9 @@ type Objects interface {
 	// Nodes returns every Node: this one (its index and InternalIP) and the
 	// others (their InternalIPs are PodNetworks' automatic VXLAN remotes).
 	Nodes() ([]*corev1.Node, error)
+	// NamespaceLabels answers namespaces' labels (ClusterNetworks'
+	// namespaceSelectors read them).
+	NamespaceLabels() netspec.NamespaceLabels
 }
 
 // Host answers what the node has.
@@ -93,7 +96,9 @@ type objects struct {
 	clusters map[string]*ncv1.ClusterNetwork
 	nodeNets map[string]*ncv1.NodeNetwork // by ClusterNetwork
 	owners   *netspec.OwnerIndex          // who holds each segment
-	node     *netspec.Node                // what PodNetworks are rendered with on this node
+	// namespaces answers the labels of the Networks' namespaces.
+	namespaces netspec.NamespaceLabels
+	node       *netspec.Node // what PodNetworks are rendered with on this node
 }
 
 func read(objs Objects, host Host, self string) (objects, error) {
@@ -121,7 +126,8 @@ func read(objs Objects, host Host, self string) (objects, error) {
 	for _, nn := range nodeNets {
 		in.nodeNets[nn.Spec.ClusterNetworkName] = nn
 	}
-	in.owners = netspec.NewOwnerIndex(netspec.Holders(in.podNets, in.nets, cns))
+	in.namespaces = objs.NamespaceLabels()
+	in.owners = netspec.NewOwnerIndex(netspec.Holders(in.podNets, in.nets, cns, in.namespaces))
 	nodes, err := objs.Nodes()
 	if err != nil {
 		return in, fmt.Errorf("list Nodes: %w", err)
@@ -141,6 +147,6 @@ func collectPodNetworks(in objects, class string, add func(Network, *Skip)) {
 
 func collectNetworks(in objects, class string, add func(Network, *Skip)) {
 	for _, n := range in.nets {
-		add(FromNetwork(class, n, in.clusters[n.Spec.ClusterNetworkName], in.nodeNets[n.Spec.ClusterNetworkName], in.node.Index))
+		add(FromNetwork(class, n, in.clusters[n.Spec.ClusterNetworkName], in.nodeNets[n.Spec.ClusterNetworkName], in.node.Index, in.namespaces))
 	}
 }

@@ -102,6 +102,7 @@ const (
 	ReasonMasterNotFound    = ncv1.ReasonMasterNotFound
 	ReasonSegmentConflict   = ncv1.ReasonSegmentConflict
 	ReasonNoClusterNetwork  = ncv1.ReasonClusterNetworkNotFound
+	ReasonNotAllowed        = ncv1.ReasonNotAllowed
 )
 
 // mainParams is what netclass reads from a main-plugin configuration.
@@ -151,8 +152,9 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork, node *netspec.Node) (Netw
 // (conf/netspec: the tenant IPAM policy, the NodeNetwork's options, the
 // underlay device and address this node resolved, its address block); the
 // Network's status.config, which anyone allowed to write the status could
-// have set, is never run.
-func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet *ncv1.NodeNetwork, index int) (Network, *Skip) {
+// have set, is never run. A Network the ClusterNetwork does not let in (its
+// namespace's labels from ns) is not offered, whatever its status says.
+func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet *ncv1.NodeNetwork, index int, ns netspec.NamespaceLabels) (Network, *Skip) {
 	ref := refOf(class, NetworkGVK.Group, NetworkGVK.Version, NetworkGVK.Kind, n.Namespace, n.Name)
 	if s := readiness(ref, n.Status.Conditions, n.Generation); s != nil {
 		return Network{}, s
@@ -160,6 +162,9 @@ func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet
 	if cn == nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNoClusterNetwork,
 			Message: fmt.Sprintf("ClusterNetwork %s does not exist", n.Spec.ClusterNetworkName)}
+	}
+	if msg := netspec.NotPermitted(n, cn, ns); msg != "" {
+		return Network{}, &Skip{Ref: ref, Reason: ReasonNotAllowed, Message: msg}
 	}
 	if nodeNet == nil {
 		return Network{}, &Skip{Ref: ref, Reason: ReasonNodeNetworkAbsent,
@@ -178,7 +183,7 @@ func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet
 		return Network{}, &Skip{Ref: ref, Reason: ReasonInvalidConfig, Message: err.Error()}
 	}
 	out, s := describe(ref, n.Labels, raw, n.Spec.ClusterNetworkName)
-	out.holder = netspec.NetworkHolder(n, cn)
+	out.holder = netspec.NetworkHolder(n, cn, ns)
 	out.Bandwidth = bw
 	out.AllowStaticAddresses = cn.Spec.AllowStaticAddresses
 	out.StatusIgnored = statusDiffers(n, cn)

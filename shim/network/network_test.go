@@ -125,7 +125,7 @@ func nodeNetwork(cluster string, status metav1.ConditionStatus) *ncv1.NodeNetwor
 const vxlanConfig = `{"type":"netclass-vxlan","vni":100,"local":"10.250.0.1","ipam":{"type":"host-local","ranges":[[{"subnet":"10.20.0.0/24"}]]}}`
 
 func TestFromNetwork(t *testing.T) {
-	n, skip := FromNetwork("nets", network("tenant-a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), 0)
+	n, skip := FromNetwork("nets", network("tenant-a", "red", "overlay", vxlanConfig), clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), 0, nil)
 	if skip != nil {
 		t.Fatalf("not offered: %v", skip)
 	}
@@ -150,7 +150,7 @@ func TestFromNetwork(t *testing.T) {
 		{"tenant ipam naming a directory", badIPAM, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), ReasonInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, skip := FromNetwork("nets", tc.n, tc.cn, tc.nn, 0)
+			_, skip := FromNetwork("nets", tc.n, tc.cn, tc.nn, 0, nil)
 			if skip == nil || skip.Reason != tc.reason {
 				t.Fatalf("skip = %v, want %s", skip, tc.reason)
 			}
@@ -183,11 +183,11 @@ func TestBandwidth(t *testing.T) {
 		{"podnetwork without", func() (Network, *Skip) { return FromPodNetwork("c", podNetwork("blue", bridgeParams), &netspec.Node{}) }, nil, ""},
 		{"podnetwork annotation", func() (Network, *Skip) { return FromPodNetwork("c", annotated, &netspec.Node{}) },
 			&bandwidth.Policy{Capacity: 100e6, Default: 30e6, Max: 100e6, Step: 10e6}, ""},
-		{"network inherits", func() (Network, *Skip) { return FromNetwork("c", network("a", "red", "overlay", ""), cn, nn, 0) },
+		{"network inherits", func() (Network, *Skip) { return FromNetwork("c", network("a", "red", "overlay", ""), cn, nn, 0, nil) },
 			&bandwidth.Policy{Capacity: 1e9, Default: 50e6, Max: 1e9}, ""},
-		{"network lowers", func() (Network, *Skip) { return FromNetwork("c", lowered, cn, nn, 0) },
+		{"network lowers", func() (Network, *Skip) { return FromNetwork("c", lowered, cn, nn, 0, nil) },
 			&bandwidth.Policy{Capacity: 200e6, Default: 50e6, Max: 200e6}, ""},
-		{"network raises", func() (Network, *Skip) { return FromNetwork("c", raised, cn, nn, 0) }, nil, ReasonInvalidConfig},
+		{"network raises", func() (Network, *Skip) { return FromNetwork("c", raised, cn, nn, 0, nil) }, nil, ReasonInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, skip := tc.of()
@@ -210,7 +210,7 @@ func TestBandwidth(t *testing.T) {
 // controller) is run as the specs say, and the node says why it ignored it.
 func TestForgedStatusConfigIsNotRun(t *testing.T) {
 	forged := network("tenant-a", "red", "overlay", `{"type":"netclass-bridge","bridge":"cni0","ipam":{"type":"host-local","dataDir":"/etc","ranges":[[{"subnet":"10.250.0.0/24"}]]}}`)
-	n, skip := FromNetwork("nets", forged, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), 0)
+	n, skip := FromNetwork("nets", forged, clusterNetwork("overlay"), nodeNetwork("overlay", metav1.ConditionTrue), 0, nil)
 	if skip != nil {
 		t.Fatalf("not offered: %v", skip)
 	}
@@ -229,9 +229,15 @@ type fakeObjects struct {
 	cns      []*ncv1.ClusterNetwork
 	nodeNets []*ncv1.NodeNetwork
 	nodes    []*corev1.Node
+	// namespaces' labels; a namespace not listed is unknown
+	namespaces map[string]map[string]string
 }
 
 func (f fakeObjects) Nodes() ([]*corev1.Node, error) { return f.nodes, nil }
+
+func (f fakeObjects) NamespaceLabels() netspec.NamespaceLabels {
+	return func(name string) (map[string]string, bool) { l, ok := f.namespaces[name]; return l, ok }
+}
 
 func (f fakeObjects) NetworkClasses() ([]*mnv1.NetworkClass, error) { return f.classes, nil }
 func (f fakeObjects) PodNetworks() ([]*mnv1.PodNetwork, error)      { return f.pns, nil }
@@ -363,6 +369,50 @@ func TestCollectSegmentOwner(t *testing.T) {
 		"green":      "SegmentConflict: VNI 100 is already used by Network tenant-a/red",
 	} {
 		if !strings.HasPrefix(reasons[name], want) {
+			t.Errorf("%s: %q, want %q", name, reasons[name], want)
+		}
+	}
+}
+
+// A node offers only the Networks their ClusterNetwork lets in (its
+// namespaceSelector over the namespace's labels, its segmentIds), whatever
+// their status says, and one it does not let in holds no segment: an older
+// Network of a namespace not selected keeps no permitted one off its VNI.
+func TestCollectNotAllowed(t *testing.T) {
+	cn := clusterNetwork("overlay")
+	cn.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "paid"}}
+	cn.Spec.SegmentIDs = []ncv1.IDRange{{First: 100, Last: 100}}
+	squatter := network("free", "squat", "overlay", "") // VNI 100, Ready
+	squatter.CreationTimestamp = metav1.NewTime(time.Unix(10, 0))
+	red := network("paid", "red", "overlay", "")
+	red.CreationTimestamp = metav1.NewTime(time.Unix(20, 0))
+	far := network("paid", "far", "overlay", "")
+	vni101 := int32(101)
+	far.Spec.VNI = &vni101
+	objs := fakeObjects{
+		classes:    []*mnv1.NetworkClass{class("nets", "netclass.dev", "v1alpha1", "Network")},
+		nets:       []*ncv1.Network{squatter, red, far},
+		cns:        []*ncv1.ClusterNetwork{cn},
+		nodeNets:   []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
+		nodes:      []*corev1.Node{node("node", "10.252.0.1", "0")},
+		namespaces: map[string]map[string]string{"free": {"tier": "free"}, "paid": {"tier": "paid"}},
+	}
+	nets, skips, err := Collect(objs, links{}, "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nets) != 1 || nets[0].Ref.String() != "Network paid/red" {
+		t.Fatalf("offered %v, want Network paid/red alone (skipped: %v)", nets, skips)
+	}
+	reasons := map[string]string{}
+	for _, s := range skips {
+		reasons[s.Ref.Namespace+"/"+s.Ref.Name] = s.Reason + ": " + s.Message
+	}
+	for name, want := range map[string]string{
+		"free/squat": "NotAllowed: namespace free is not selected by spec.namespaceSelector of ClusterNetwork overlay",
+		"paid/far":   "NotAllowed: vni 101 is not in spec.segmentIds of ClusterNetwork overlay",
+	} {
+		if reasons[name] != want {
 			t.Errorf("%s: %q, want %q", name, reasons[name], want)
 		}
 	}

@@ -388,6 +388,7 @@ func testClusterNetwork(t *testing.T, e *env) {
 	if cfg["type"] != "netclass-vxlan" || cfg["vni"] != float64(4242) || cfg["master"] != "eth0" || cfg["mtu"] != float64(1400) || cfg["ipam"] == nil || n.Status.Type != "netclass-vxlan" {
 		t.Errorf("rendered config %s", n.Status.Config.Raw)
 	}
+	testNetworkLetIn(t, e, cnName, getNet)
 
 	// The node stops matching: its NodeNetwork and label go.
 	if _, err := e.nc.NetclassV1alpha1().ClusterNetworks().Patch(e.ctx, cnName, types.MergePatchType,
@@ -406,6 +407,44 @@ func testClusterNetwork(t *testing.T, e *env) {
 		return cn.Status.Nodes == 0 && hasCondition(cn.Status.Conditions, "Ready", metav1.ConditionFalse, "NoReadyNodes", cn.Generation), describe(cn.Status.Conditions, "Ready")
 	})
 	waitEvent(t, e, "default", cnName, clusternetwork.EventNodeNetworkDeleted)
+}
+
+// testNetworkLetIn: a ClusterNetwork's namespaceSelector and segmentIds
+// decide which Networks it lets in; labelling the namespace (no event of the
+// Network itself) lets it in again.
+func testNetworkLetIn(t *testing.T, e *env, cnName string, getNet func(context.Context) (*netclassv1alpha1.Network, error)) {
+	label := "nctest-tenant-" + e.suffix
+	patchCN := func(patch string) {
+		t.Helper()
+		if _, err := e.nc.NetclassV1alpha1().ClusterNetworks().Patch(e.ctx, cnName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNet := func(what, reason, msg string) {
+		t.Helper()
+		waitFor(t, e, "Network "+what, getNet, func(n *netclassv1alpha1.Network) (bool, string) {
+			c := condition.Get(n.Status.Conditions, "Ready")
+			return c != nil && c.Reason == reason && strings.Contains(c.Message, msg) && c.ObservedGeneration == n.Generation, describe(n.Status.Conditions, "Ready")
+		})
+	}
+	patchCN(fmt.Sprintf(`{"spec":{"namespaceSelector":{"matchLabels":{%q:"true"}}}}`, label))
+	waitNet("NotAllowed by the namespaceSelector", netclassv1alpha1.ReasonNotAllowed, "namespace "+e.ns+" is not selected by spec.namespaceSelector")
+	if _, err := e.kube.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, label)), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNet("Ready once its namespace is labelled", "Ready", "VNI 4242")
+	patchCN(`{"spec":{"segmentIds":[{"first":1,"last":4000}]}}`)
+	waitNet("NotAllowed by segmentIds", netclassv1alpha1.ReasonNotAllowed, "vni 4242 is not in spec.segmentIds")
+	patchCN(`{"spec":{"segmentIds":[{"first":4242,"last":4242}]}}`)
+	waitNet("Ready in a range of one", "Ready", "VNI 4242")
+	_, err := e.nc.NetclassV1alpha1().ClusterNetworks().Patch(e.ctx, cnName, types.MergePatchType,
+		[]byte(`{"spec":{"segmentIds":[{"first":10,"last":9}]}}`), metav1.PatchOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "last must not be below first") {
+		t.Errorf("a range whose last is below its first: %v, want refused by the schema", err)
+	}
+	patchCN(`{"spec":{"namespaceSelector":null,"segmentIds":null}}`)
+	waitNet("Ready again", "Ready", "VNI 4242")
 }
 
 func testNetworkQoS(t *testing.T, e *env) {

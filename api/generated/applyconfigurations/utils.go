@@ -47,6 +47,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &netclassv1alpha1.ClusterNetworkStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Destination"):
 		return &netclassv1alpha1.DestinationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("IDRange"):
+		return &netclassv1alpha1.IDRangeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InterfaceQoS"):
 		return &netclassv1alpha1.InterfaceQoSApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("IPBlock"):

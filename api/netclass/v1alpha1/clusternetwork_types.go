@@ -114,7 +114,45 @@ type ClusterNetworkSpec struct {
 	// owns the ClusterNetwork, can turn it on; a Network cannot.
 	// +optional
 	AllowStaticAddresses bool `json:"allowStaticAddresses,omitempty"`
+
+	// namespaceSelector selects the namespaces whose Networks may use this
+	// ClusterNetwork. Unset: every namespace's. A Network of a namespace it
+	// does not select is not Ready (reason NotAllowed), holds no segment and
+	// is offered on no node. Pods already attached keep their attachment
+	// until they go.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// segmentIds lists the VLAN IDs (netclass-vlan) or VNIs (netclass-vxlan)
+	// its Networks may take. Unset: any. A Network asking for another is not
+	// Ready (reason NotAllowed) and holds no segment, so a tenant can neither
+	// join an infrastructure VLAN trunked to the nodes nor reserve the IDs
+	// an admin keeps for others.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	SegmentIDs []IDRange `json:"segmentIds,omitempty"`
 }
+
+// IDRange is the VLAN IDs or VNIs from first to last, both included.
+//
+// +kubebuilder:validation:XValidation:rule="self.last >= self.first",message="last must not be below first"
+type IDRange struct {
+	// first is the range's lowest ID.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16777215
+	// +required
+	First int32 `json:"first"`
+
+	// last is the range's highest ID.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16777215
+	// +required
+	Last int32 `json:"last"`
+}
+
+// Contains reports whether id is in the range.
+func (r IDRange) Contains(id int32) bool { return r.First <= id && id <= r.Last }
 
 // AnnotationAllowStaticAddresses, set to "true" on a netclass.dev PodNetwork
 // (a cluster-scoped, admin-owned object whose spec has the proposal's fixed

@@ -24,6 +24,10 @@ const (
 	// longer than a device attribute holds (contract.MaxNetworkName), so no
 	// node can offer it. PodNetworks use this reason too.
 	ReasonNameTooLong = "NameTooLong"
+	// ReasonNotAllowed: Ready=False, the ClusterNetwork does not let the
+	// Network in: its spec.namespaceSelector does not select the Network's
+	// namespace, or its spec.segmentIds leave out the Network's vlanId or vni.
+	ReasonNotAllowed = "NotAllowed"
 )
 
 // The SegmentHeld condition of a Network or a netclass.dev PodNetwork with a

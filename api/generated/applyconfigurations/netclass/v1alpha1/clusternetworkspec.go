@@ -49,6 +49,18 @@ type ClusterNetworkSpecApplyConfiguration struct {
 	// take the addresses of another pod on the segment. Only the admin, who
 	// owns the ClusterNetwork, can turn it on; a Network cannot.
 	AllowStaticAddresses *bool `json:"allowStaticAddresses,omitempty"`
+	// namespaceSelector selects the namespaces whose Networks may use this
+	// ClusterNetwork. Unset: every namespace's. A Network of a namespace it
+	// does not select is not Ready (reason NotAllowed), holds no segment and
+	// is offered on no node. Pods already attached keep their attachment
+	// until they go.
+	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
+	// segmentIds lists the VLAN IDs (netclass-vlan) or VNIs (netclass-vxlan)
+	// its Networks may take. Unset: any. A Network asking for another is not
+	// Ready (reason NotAllowed) and holds no segment, so a tenant can neither
+	// join an infrastructure VLAN trunked to the nodes nor reserve the IDs
+	// an admin keeps for others.
+	SegmentIDs []IDRangeApplyConfiguration `json:"segmentIds,omitempty"`
 }
 
 // ClusterNetworkSpecApplyConfiguration constructs a declarative configuration of the ClusterNetworkSpec type for use with
@@ -118,5 +130,26 @@ func (b *ClusterNetworkSpecApplyConfiguration) WithBandwidth(value *NetworkBandw
 // If called multiple times, the AllowStaticAddresses field is set to the value of the last call.
 func (b *ClusterNetworkSpecApplyConfiguration) WithAllowStaticAddresses(value bool) *ClusterNetworkSpecApplyConfiguration {
 	b.AllowStaticAddresses = &value
+	return b
+}
+
+// WithNamespaceSelector sets the NamespaceSelector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NamespaceSelector field is set to the value of the last call.
+func (b *ClusterNetworkSpecApplyConfiguration) WithNamespaceSelector(value *v1.LabelSelectorApplyConfiguration) *ClusterNetworkSpecApplyConfiguration {
+	b.NamespaceSelector = value
+	return b
+}
+
+// WithSegmentIDs adds the given value to the SegmentIDs field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the SegmentIDs field.
+func (b *ClusterNetworkSpecApplyConfiguration) WithSegmentIDs(values ...*IDRangeApplyConfiguration) *ClusterNetworkSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithSegmentIDs")
+		}
+		b.SegmentIDs = append(b.SegmentIDs, *values[i])
+	}
 	return b
 }
