@@ -98,6 +98,20 @@ func RouterAdvertisement(src netip.Addr) []byte {
 	return ICMPv6(src, netip.MustParseAddr("ff02::1"), 134, 0, body)
 }
 
+// NeighborAdvertisement is an unsolicited ICMPv6 neighbour advertisement
+// (type 136, override flag) from src to all nodes: target is at mac.
+func NeighborAdvertisement(src, target netip.Addr, mac net.HardwareAddr) []byte {
+	body := append([]byte{0x20, 0, 0, 0}, target.AsSlice()...)
+	body = append(append(body, 2, 1), mac...) // option: target link-layer address
+	return ICMPv6(src, netip.MustParseAddr("ff02::1"), 136, 0, body)
+}
+
+// NeighborSolicitation is an ICMPv6 neighbour solicitation (type 135) from
+// src for target, sent to all nodes; from :: it is a duplicate address probe.
+func NeighborSolicitation(src, target netip.Addr) []byte {
+	return ICMPv6(src, netip.MustParseAddr("ff02::1"), 135, 0, append([]byte{0, 0, 0, 0}, target.AsSlice()...))
+}
+
 // Checksum is the Internet checksum (RFC 1071) of b.
 func Checksum(b []byte) uint16 {
 	var sum uint32

@@ -25,12 +25,19 @@ import (
 //	    ether type arp arp saddr ether != MAC drop; [arp saddr ip @port/HOSTIF/v4 accept; arp saddr ip 0.0.0.0 accept; drop]
 //	    ether type ip   udp sport 67 drop; icmp type redirect drop; [ip saddr @v4 accept; DHCP from 0.0.0.0 accept; drop]
 //	    ether type ip6  icmpv6 type { nd-router-advert, nd-redirect } drop; udp sport 547 drop;
-//	                    [ip6 saddr @v6 accept; ip6 saddr :: icmpv6 accept (DAD, MLD); drop]
+//	                    [icmpv6 type nd-neighbor-advert @th,64,128 != @v6 drop;
+//	                     ip6 saddr :: icmpv6 type nd-neighbor-solicit @th,64,128 != @v6 drop;
+//	                     ip6 saddr @v6 accept; ip6 saddr :: icmpv6 accept (DAD, MLD); drop]
 //	  }
 //	}
 //
 // The bracketed source checks apply when the attachment has addresses (a
-// pod without IPAM picks its own). Priority -300 runs first of netclass's
+// pod without IPAM picks its own). A neighbour advertisement may name only
+// the pod's own addresses as its target, and a duplicate address probe only
+// probe them: an advertisement for a neighbour's or the gateway's address
+// would have the segment send that address's traffic to the pod, and an
+// answer to (or a probe of) another pod's address makes its duplicate
+// address detection fail, so it never starts. Priority -300 runs first of netclass's
 // bridge hooks: a spoofed frame is dropped before it is metered (QoS, -200)
 // or reaches the policy. Everything lives on the host: nothing in the pod,
 // whatever its capabilities, reaches it; a frame a pod builds itself
@@ -132,9 +139,21 @@ func guardSources(rs *ruleset, setPrefix string, g Guard) [][]expr.Any {
 		concat(ip4, matchPayload(expr.PayloadBaseNetworkHeader, 12, unspec4), matchL4proto(unix.IPPROTO_UDP),
 			matchSport(68), matchDport(67), []expr.Any{verdict(expr.VerdictAccept)}),
 		concat(ip4, []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(ip6, matchL4proto(unix.IPPROTO_ICMPV6), matchICMPType(136), ndTargetNotIn(v6), []expr.Any{verdict(expr.VerdictDrop)}),
+		concat(ip6, matchPayload(expr.PayloadBaseNetworkHeader, 8, make([]byte, 16)), matchL4proto(unix.IPPROTO_ICMPV6), matchICMPType(135),
+			ndTargetNotIn(v6), []expr.Any{verdict(expr.VerdictDrop)}),
 		concat(ip6, matchAddrInSet(true, true, v6.Name, v6.ID), []expr.Any{verdict(expr.VerdictAccept)}),
 		concat(ip6, matchPayload(expr.PayloadBaseNetworkHeader, 8, make([]byte, 16)), matchL4proto(unix.IPPROTO_ICMPV6), []expr.Any{verdict(expr.VerdictAccept)}),
 		concat(ip6, []expr.Any{verdict(expr.VerdictDrop)}),
+	}
+}
+
+// ndTargetNotIn: the target address of a neighbour solicitation or
+// advertisement (`@th,64,128`) is not in set.
+func ndTargetNotIn(set *nftables.Set) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 8, Len: 16},
+		&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID, Invert: true},
 	}
 }
 

@@ -405,3 +405,46 @@ func TestGuardDropsSpoofedIPv6(t *testing.T) {
 		}
 	}
 }
+
+// Neighbour discovery names addresses in its body, which the source check
+// does not read: a pod may advertise and probe (duplicate address detection)
+// only its own addresses, and may still resolve any neighbour's.
+func TestGuardDropsForgedNeighbourDiscovery(t *testing.T) {
+	b := newSwitchBed(t, "a", "b")
+	a, bb := b.pods["a"], b.pods["b"]
+	gateway := netip.MustParseAddr("fe80::1")
+	unspecified := netip.IPv6Unspecified()
+	allNodes := net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}
+	for _, guarded := range []bool{false, true} {
+		if guarded {
+			b.guard(t, false, "a", "b")
+		}
+		for _, tc := range []struct {
+			name    string
+			payload []byte
+			forged  bool
+		}{
+			{"advertisement of its own address", rawframe.NeighborAdvertisement(a.ll, a.ll, a.mac), false},
+			{"advertisement of a neighbour's address", rawframe.NeighborAdvertisement(a.ll, bb.ll, a.mac), true},
+			{"advertisement of the gateway's address", rawframe.NeighborAdvertisement(a.ll, gateway, a.mac), true},
+			{"probe of its own address", rawframe.NeighborSolicitation(unspecified, a.ll), false},
+			{"probe of a neighbour's address", rawframe.NeighborSolicitation(unspecified, bb.ll), true},
+			{"resolution of a neighbour's address", rawframe.NeighborSolicitation(a.ll, bb.ll), false},
+		} {
+			t.Run(fmt.Sprintf("guarded=%v/%s", guarded, tc.name), func(t *testing.T) {
+				var capture *rawframe.Capture
+				bb.ns.Do(t, func() (err error) { capture, err = rawframe.Listen("eth0"); return err })
+				defer capture.Close()
+				f := rawframe.Frame{Src: a.mac, Dst: allNodes, Type: rawframe.EtherIPv6, Payload: tc.payload}
+				a.ns.Do(t, func() error { return rawframe.Send("eth0", f) })
+				got, err := capture.Wait(tc.payload[40:], 500*time.Millisecond)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := !guarded || !tc.forged; got != want {
+					t.Errorf("arrived: %v, want %v", got, want)
+				}
+			})
+		}
+	}
+}
