@@ -56,7 +56,7 @@ func metadataOnly(obj any) (any, error) {
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion,
 	}}
-	out.Status.PodIPs, out.Spec.HostNetwork = p.Status.PodIPs, p.Spec.HostNetwork
+	out.Status.PodIPs, out.Status.Phase, out.Spec.HostNetwork = p.Status.PodIPs, p.Status.Phase, p.Spec.HostNetwork
 	if st, ok := compactStatus(p.Annotations[multus.AnnotationNetworkStatus]); ok { // the pod's addresses on NAD networks
 		out.Annotations = map[string]string{multus.AnnotationNetworkStatus: st}
 	}

@@ -22,11 +22,18 @@ const MaxNADAddressesPerPod = 16
 // network: the IPs of their network-status entries naming that NAD
 // (Multus writes them; "namespace/name", a bare name of the pod's
 // namespace), the first MaxNADAddressesPerPod of each pod. A pod whose
-// status is unreadable, or names the NAD on no interface, has none.
+// status is unreadable, or names the NAD on no interface, has none; so has
+// a pod whose sandbox no kubelet runs (no status.podIPs, which only the
+// kubelet writes, or a pod that has ended): its users could write the
+// annotation on pods by the hundred that never run, and fill the rules
+// selecting them past their budget.
 func nadEndpoints(pods []corev1.Pod, ref attachment.NetworkRef) []Endpoint {
 	var out []Endpoint
 	for i := range pods {
 		p := &pods[i]
+		if !sandboxRuns(p) {
+			continue
+		}
 		entries, err := multus.ParseStatus(p.Annotations[multus.AnnotationNetworkStatus])
 		if err != nil {
 			continue
@@ -48,6 +55,12 @@ func nadEndpoints(pods []corev1.Pod, ref attachment.NetworkRef) []Endpoint {
 		}
 	}
 	return out
+}
+
+// sandboxRuns: a kubelet has made the pod's sandbox (its status has the
+// primary network's addresses) and the pod has not ended.
+func sandboxRuns(p *corev1.Pod) bool {
+	return len(p.Status.PodIPs) > 0 && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 // isNAD reports whether the reference names a NetworkAttachmentDefinition.

@@ -198,7 +198,8 @@ func TestDefaultNetworkResolvesPodIPs(t *testing.T) {
 
 // On a NetworkAttachmentDefinition's network a selected pod's addresses
 // are its network-status entries naming that NAD (kept by the cache's
-// transform), not its claims' nor its primary IPs.
+// transform), not its claims' nor its primary IPs; a pod no kubelet runs
+// (no podIPs, or ended) has none, whatever its annotation says.
 func TestNADNetworkResolvesNetworkStatus(t *testing.T) {
 	db1, db2, web := pod("games", "db1", "db"), pod("games", "db2", "db"), pod("games", "web", "web")
 	status := func(entries string) map[string]string {
@@ -209,8 +210,14 @@ func TestNADNetworkResolvesNetworkStatus(t *testing.T) {
 	db2.Annotations = status(`[{"name":"blue","interface":"nad1","ips":["10.77.0.6","fd77::6"]}]`) // a bare name: the pod's namespace
 	web.Annotations = status(`[{"name":"games/blue","interface":"net1","ips":["10.77.0.7"]}]`)
 	db1.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.5"}}
+	db2.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.6"}}
+	web.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.7"}}
+	notRun, ended := pod("games", "db3", "db"), pod("games", "db4", "db")
+	notRun.Annotations = status(`[{"name":"games/blue","interface":"net1","ips":["10.77.0.8"]}]`)
+	ended.Annotations = status(`[{"name":"games/blue","interface":"net1","ips":["10.77.0.9"]}]`)
+	ended.Status.PodIPs, ended.Status.Phase = []corev1.PodIP{{IP: "10.252.1.9"}}, corev1.PodFailed
 	var cached []corev1.Pod
-	for _, p := range []corev1.Pod{db1, db2, web} {
+	for _, p := range []corev1.Pod{db1, db2, web, notRun, ended} {
 		out, err := metadataOnly(&p)
 		if err != nil {
 			t.Fatal(err)
@@ -242,6 +249,7 @@ func TestNADNetworkBoundsAPodsAddresses(t *testing.T) {
 	}
 	list := "[" + strings.Join(ips, ",") + "]"
 	db := pod("games", "db", "db")
+	db.Status.PodIPs = []corev1.PodIP{{IP: "10.252.1.5"}}
 	db.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": `[{"name":"games/blue","interface":"net1","ips":["10.77.0.0","10.77.0.0"]},` +
 		`{"name":"games/blue","interface":"net2","ips":` + list + `}]`}
 	r := Resolver{API: fakeAPI{pods: []corev1.Pod{db}},
