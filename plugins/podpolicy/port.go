@@ -107,15 +107,10 @@ func syncPorts(ifs []Interface, where []place, idx []int, out []Result) {
 	}
 	ports := map[string]nft.HostPort{}
 	at := map[string]int{}
-	bridges := map[int]error{} // each bridge's netfilter, set once
+	bridges := bridgesOf(c, where, idx) // each bridge's netfilter and zone, set once
 	for _, i := range idx {
 		w := where[i]
-		err, done := bridges[w.bridge.Attrs().Index]
-		if !done {
-			err = portguard.BridgeNetfilter(w.bridge)
-			bridges[w.bridge.Attrs().Index] = err
-		}
-		if err != nil {
+		if err := bridges[w.bridge.Attrs().Index]; err != nil {
 			out[i].Err = fmt.Errorf("policy of %q on %q: %w", ifs[i].IfName, w.hostIf, err)
 			continue
 		}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/nftables"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
+	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/test/nstest"
 )
@@ -215,5 +217,36 @@ func TestCheckFindsAPolicyChangedBehindItsBack(t *testing.T) {
 	}
 	if err := check(); err != nil {
 		t.Fatalf("after the sync that read the port back: %v", err)
+	}
+}
+
+// The ports of a bridge netclass made get its own conntrack zone; the
+// ports of a bridge it did not make (the primary network's, another
+// plugin's) get none, and sync as before.
+func TestSyncZonesOnlyTheBridgesNetclassMade(t *testing.T) {
+	host, a, b := nstest.New(t), nstest.New(t), nstest.New(t)
+	host.Do(t, func() error {
+		_, err := link.EnsureBridge(link.BridgeSpec{Name: "ncbr9", Owner: "red"})
+		return err
+	})
+	nstest.Veth(t, host, "ha", "", a, "net1", "10.97.0.1/24")
+	nstest.Veth(t, host, "hb", "", b, "net1", "10.98.0.1/24")
+	host.Bridge(t, "ncbr9", "ha")
+	host.Bridge(t, "cni9", "hb")
+	deny := &netpol.Plan{Ingress: netpol.Direction{Isolated: true}}
+	ifs := []Interface{{PodNS: a.Path, IfName: "net1", IPs: []netip.Addr{netip.MustParseAddr("10.97.0.1")}, Plan: deny},
+		{PodNS: b.Path, IfName: "net1", IPs: []netip.Addr{netip.MustParseAddr("10.98.0.1")}, Plan: deny}}
+	var res []Result
+	host.Do(t, func() error { res = Sync(ifs); return nil })
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("interface %d: %v", i, r.Err)
+		}
+	}
+	mac := host.Link(t, "ncbr9").Attrs().HardwareAddr
+	_, zones, _ := strings.Cut(host.Ruleset(t), "table inet "+nft.ZoneTable)
+	zones, _, _ = strings.Cut(zones, "\ntable ")
+	if !strings.Contains(zones, fmt.Sprintf(`"ncbr9" . %s`, mac)) || strings.Contains(zones, `"cni9"`) {
+		t.Errorf("want a zone for ncbr9 (MAC %s) and none for cni9:\n%s", mac, zones)
 	}
 }

@@ -55,6 +55,11 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 	if br, err = findBridge(s.Name); err != nil {
 		return nil, err
 	}
+	if created {
+		if err := FixMAC(br); err != nil {
+			return nil, err
+		}
+	}
 	if err = CheckOwner(br, s.Owner); err == nil && (created || s.NodeManaged) {
 		err = tag(br, s.Owner, s.NodeManaged)
 	}
@@ -62,6 +67,16 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 		return nil, err
 	}
 	return br, setBridgeState(br, s)
+}
+
+// FixMAC sets the bridge's MAC to the one it has: until set, a bridge's MAC
+// follows its ports' (the lowest of them), and frames to the node are told
+// from frames between its ports by it (nft's conntrack zones).
+func FixMAC(br netlink.Link) error {
+	if err := netlink.LinkSetHardwareAddr(br, br.Attrs().HardwareAddr); err != nil {
+		return fmt.Errorf("fix the MAC of bridge %q: %w", br.Attrs().Name, err)
+	}
+	return nil
 }
 
 func findBridge(name string) (*netlink.Bridge, error) {

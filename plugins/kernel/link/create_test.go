@@ -52,3 +52,25 @@ func TestCreateVethAndIFB(t *testing.T) {
 		t.Error("the pod end is not in the pod's namespace")
 	}
 }
+
+// A bridge EnsureBridge creates keeps its MAC when ports come and go (an
+// unset bridge MAC follows the lowest of its ports'), and is tagged.
+func TestEnsureBridgeFixesItsMAC(t *testing.T) {
+	host := nstest.New(t)
+	var before net.HardwareAddr
+	host.Do(t, func() error {
+		br, err := link.EnsureBridge(link.BridgeSpec{Name: "ncbr7", Owner: "red"})
+		if err != nil {
+			return err
+		}
+		before = br.Attrs().HardwareAddr
+		if !link.Tagged(br) {
+			t.Error("the bridge netclass made is not tagged")
+		}
+		low := netlink.LinkAttrs{Name: "port0", HardwareAddr: net.HardwareAddr{0x02, 0, 0, 0, 0, 1}, MasterIndex: br.Attrs().Index}
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: low, PeerName: "port0p"})
+	})
+	if got := host.Link(t, "ncbr7").Attrs().HardwareAddr; got.String() != before.String() {
+		t.Errorf("the bridge's MAC went from %s to %s with a port of a lower MAC", before, got)
+	}
+}

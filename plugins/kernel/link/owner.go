@@ -78,6 +78,10 @@ func Owned(l netlink.Link, network string) bool {
 	return a == OwnerAlias(network) || a == NodeOwnerAlias(network)
 }
 
+// Tagged reports whether netclass made the link (a plugin or netclass-dra
+// tagged it with its network).
+func Tagged(l netlink.Link) bool { return ownerOf(l.Attrs().Alias) != "" }
+
 // NodeManaged reports whether netclass-dra manages the link's lifetime.
 func NodeManaged(l netlink.Link) bool { return strings.HasPrefix(l.Attrs().Alias, nodePrefix) }
 
