@@ -305,6 +305,12 @@ func TestHeldCondition(t *testing.T) {
 		{name: "holds it", self: self, status: metav1.ConditionTrue, reason: ncv1.ReasonSegmentHeld, msg: "VNI 7 belongs to this network"},
 		{name: "another holds it", self: self, owner: &owner, status: metav1.ConditionFalse, reason: ncv1.ReasonSegmentConflict,
 			msg: "VNI 7 is already used by PodNetwork pn (created 1970-01-01T00:00:05Z); a segment belongs to one network"},
+		{name: "a Network of its namespace holds it", self: self, owner: &netspec.Holder{Kind: "Network", Namespace: "t", Name: "b", Created: time.Unix(5, 0), Segment: self.Segment},
+			status: metav1.ConditionFalse, reason: ncv1.ReasonSegmentConflict,
+			msg: "VNI 7 is already used by Network t/b (created 1970-01-01T00:00:05Z); a segment belongs to one network"},
+		{name: "another namespace's Network holds it: not named", self: self, owner: &netspec.Holder{Kind: "Network", Namespace: "other", Name: "secret", Created: time.Unix(5, 0), Segment: self.Segment},
+			status: metav1.ConditionFalse, reason: ncv1.ReasonSegmentConflict,
+			msg: "VNI 7 is already used by a Network of another namespace (created 1970-01-01T00:00:05Z); a segment belongs to one network"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := netspec.HeldCondition(tc.self, tc.owner)

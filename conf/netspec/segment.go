@@ -194,8 +194,14 @@ func Holders(pns []*mnv1.PodNetwork, nets []*ncv1.Network, cns []*ncv1.ClusterNe
 	return out
 }
 
-// ConflictMessage says why h cannot have its segment (owner from Owner).
+// ConflictMessage says why h cannot have its segment (owner from Owner). A
+// Network's status names no Network of another namespace: a tenant probing
+// IDs would learn the other tenants' namespaces and networks.
 func ConflictMessage(h Holder, owner Holder) string {
+	who := owner.String()
+	if h.Namespace != "" && owner.Namespace != "" && owner.Namespace != h.Namespace {
+		who = "a " + owner.Kind + " of another namespace"
+	}
 	return fmt.Sprintf("%s is already used by %s (created %s); a segment belongs to one network",
-		h.Segment, owner, owner.Created.UTC().Format(time.RFC3339))
+		h.Segment, who, owner.Created.UTC().Format(time.RFC3339))
 }

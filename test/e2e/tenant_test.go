@@ -100,7 +100,7 @@ func TestTenantCannotChooseWhatRuns(t *testing.T) {
 
 	// The neighbour's VNI under another ClusterNetwork: the segment is taken.
 	tenant.Apply(t, tenantNetwork("copycat", cluster, other, fmt.Sprintf(`{ranges: [[{subnet: %s}]]}`, harness.RandomSubnet())))
-	waitNetworkReady(t, e, ns, "copycat", metav1.ConditionFalse, ncv1.ReasonSegmentConflict, fmt.Sprintf("VNI %d is already used by Network %s/taken", other, neighbour))
+	waitNetworkReady(t, e, ns, "copycat", metav1.ConditionFalse, ncv1.ReasonSegmentConflict, fmt.Sprintf("VNI %d is already used by a Network of another namespace", other))
 	waitNotOffered(t, e, class, ns, "copycat")
 	// The neighbour keeps it, though copycat may have been created in the
 	// same second and its namespace's name may sort first.
