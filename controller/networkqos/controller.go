@@ -68,8 +68,10 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, record
 	c.queue = worker.New(Name, c.Reconcile)
 	synced, err := worker.AddHandlers(
 		worker.Handler{Informer: qInf.Informer(), Handler: c.queue.Handler()},
-		worker.Handler{Informer: pnInf.Informer(), Handler: worker.MapHandler(func(any) []string { return c.keys("") }, c.queue)},
-		worker.Handler{Informer: netInf.Informer(), Handler: worker.MapHandler(c.namespaceKeys, c.queue)},
+		// which networks a NetworkQoS selects reads their labels and spec, not
+		// their status (a PodNetwork's changes at every claim)
+		worker.Handler{Informer: pnInf.Informer(), Handler: worker.SpecOrLabelsHandler(func(any) []string { return c.keys("") }, c.queue)},
+		worker.Handler{Informer: netInf.Informer(), Handler: worker.SpecOrLabelsHandler(c.namespaceKeys, c.queue)},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("networkqos controller: %w", err)

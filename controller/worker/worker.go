@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -123,12 +124,26 @@ func AddHandlers(hs ...Handler) ([]cache.InformerSynced, error) {
 // namespace's, which selectors read): an update whose labels are unchanged,
 // such as an informer's resync, queues nothing.
 func LabelsHandler(keys func(obj any) []string, q *Queue) cache.ResourceEventHandler {
+	return filtered(keys, q, func(o, n metav1.Object) bool { return !maps.Equal(o.GetLabels(), n.GetLabels()) })
+}
+
+// SpecOrLabelsHandler is MapHandler for objects whose spec and labels alone
+// matter: an update of their status only (another controller's write, as
+// a PodNetwork's InUse at every claim), or a resync, queues nothing.
+func SpecOrLabelsHandler(keys func(obj any) []string, q *Queue) cache.ResourceEventHandler {
+	return filtered(keys, q, func(o, n metav1.Object) bool {
+		return o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels())
+	})
+}
+
+// filtered is MapHandler whose updates queue only when changed says so.
+func filtered(keys func(obj any) []string, q *Queue, changed func(old, obj metav1.Object) bool) cache.ResourceEventHandler {
 	h := MapHandler(keys, q).(cache.ResourceEventHandlerFuncs)
 	update := h.UpdateFunc
 	h.UpdateFunc = func(old, obj any) {
 		o, errOld := meta.Accessor(old)
 		n, errNew := meta.Accessor(obj)
-		if errOld == nil && errNew == nil && maps.Equal(o.GetLabels(), n.GetLabels()) {
+		if errOld == nil && errNew == nil && !changed(o, n) {
 			return
 		}
 		update(old, obj)

@@ -127,3 +127,21 @@ func TestLabelsHandler(t *testing.T) {
 		t.Fatalf("%d keys queued, want relabelled, new and gone", q.Len())
 	}
 }
+
+// SpecOrLabelsHandler queues on a change of an object's spec (its
+// generation) or labels, not of its status alone.
+func TestSpecOrLabelsHandler(t *testing.T) {
+	q := New("networkqos", func(context.Context, string) (Result, error) { return Result{}, nil })
+	h := SpecOrLabelsHandler(func(obj any) []string { return []string{obj.(*corev1.Namespace).Name} }, q)
+	obj := func(gen int64, labels map[string]string, phase corev1.NamespacePhase) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n", Generation: gen, Labels: labels}, Status: corev1.NamespaceStatus{Phase: phase}}
+	}
+	h.OnUpdate(obj(1, nil, corev1.NamespaceActive), obj(1, nil, corev1.NamespaceTerminating))
+	if q.Len() != 0 {
+		t.Fatal("a status-only update queued")
+	}
+	h.OnUpdate(obj(1, nil, corev1.NamespaceActive), obj(2, nil, corev1.NamespaceActive))
+	if q.Len() != 1 {
+		t.Fatal("a spec change queued nothing")
+	}
+}
