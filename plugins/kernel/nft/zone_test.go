@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
 
 	"github.com/netclass-dev/netclass/conf/netpol"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
@@ -179,4 +180,41 @@ func udpArrives(t *testing.T, from *swPod, fromPort int, to *swPod, toPort int) 
 		t.Fatal(err)
 	}
 	return got
+}
+
+// Frames to the bridge's own MAC stay in the node's zone: the node reaches
+// a pod whose policy lets nothing out, its replies passing as established
+// (they are addressed to the bridge, where the node's connection is).
+func TestZonesLeaveTheNodesOwnTraffic(t *testing.T) {
+	host, pods := newZoneBed(t)
+	v := pods["v"]
+	host.Do(t, func() error {
+		br, err := netlink.LinkByName("brs")
+		if err != nil {
+			return err
+		}
+		return netlink.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP("10.7.0.254"), Mask: net.CIDRMask(24, 32)}})
+	})
+	ensureZones(t, host, "brn", "brs")
+	isolated := &netpol.Plan{Egress: netpol.Direction{Isolated: true}, Ingress: netpol.Direction{Isolated: true}}
+	if err := InNamespace(host.Path, func(c *nftables.Conn) error {
+		return SyncHostPolicies(c, map[string]HostPort{v.hostIf: {Bridge: "brs", MAC: v.mac, Addrs: []netip.Addr{v.ip}, Plan: isolated}})[v.hostIf].Err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var l net.Listener
+	v.ns.Do(t, func() (err error) { l, err = net.Listen("tcp", "10.7.0.5:8080"); return err })
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	host.Do(t, func() error {
+		c, err := net.DialTimeout("tcp", "10.7.0.5:8080", 2*time.Second)
+		if err != nil {
+			return fmt.Errorf("the node could not reach a pod of a zoned bridge: %w", err)
+		}
+		return c.Close()
+	})
 }
