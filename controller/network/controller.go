@@ -124,19 +124,7 @@ func (c *Controller) networkKeys(obj any) []string {
 // namespaceKeys: the namespace's Networks and those on the segments they
 // name (whether its Networks hold theirs may change).
 func (c *Controller) namespaceKeys(obj any) []string {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return nil
-	}
-	nets, err := c.byCluster.ByIndex(cache.NamespaceIndex, ns.Name)
-	if err != nil {
-		return nil
-	}
-	var keys []string
-	for _, n := range nets {
-		keys = append(keys, c.networkKeys(n)...)
-	}
-	return keys
+	return segment.NamespaceHandler(c.byCluster, c.networkKeys)(obj)
 }
 
 func (c *Controller) podNetworkKeys(obj any) []string {

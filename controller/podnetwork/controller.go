@@ -175,19 +175,7 @@ func (c *Controller) networkKeys(obj any) []string {
 
 // namespaceKeys: the PodNetworks on the segments the namespace's Networks name.
 func (c *Controller) namespaceKeys(obj any) []string {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return nil
-	}
-	nets, err := c.networkIndex.ByIndex(cache.NamespaceIndex, ns.Name)
-	if err != nil {
-		return nil
-	}
-	var keys []string
-	for _, n := range nets {
-		keys = append(keys, c.networkKeys(n)...)
-	}
-	return keys
+	return segment.NamespaceHandler(c.networkIndex, c.networkKeys)(obj)
 }
 
 // overlapping returns the names of the PodNetworks whose segment overlaps seg.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
@@ -66,6 +67,28 @@ func Named(n *ncv1.Network) []netspec.Segment {
 		out = append(out, netspec.Segment{Kind: netspec.SegmentVLAN, ID: int(*n.Spec.VLANID)})
 	}
 	return out
+}
+
+// NamespaceHandler maps a namespace's event (obj, a *corev1.Namespace) to
+// the keys keys returns for each of its Networks in the Network informer's
+// indexer: a namespace's labels decide whether ClusterNetworks let its
+// Networks in, and so whether they hold their segments.
+func NamespaceHandler(networks cache.Indexer, keys func(obj any) []string) func(obj any) []string {
+	return func(obj any) []string {
+		ns, ok := obj.(*corev1.Namespace)
+		if !ok {
+			return nil
+		}
+		nets, err := networks.ByIndex(cache.NamespaceIndex, ns.Name)
+		if err != nil {
+			return nil
+		}
+		var out []string
+		for _, n := range nets {
+			out = append(out, keys(n)...)
+		}
+		return out
+	}
 }
 
 func idKey(kind string, id int) string { return kind + "/" + strconv.Itoa(id) }
