@@ -139,38 +139,62 @@ func readZones(c *nftables.Conn) (zoneState, error) {
 }
 
 // EnsureZones gives each bridge its conntrack zone and tells the node's own
-// MAC of it, in one transaction, and removes the entries of bridges that no
-// longer exist (exists answers). A bridge whose zone another bridge has is
+// MAC of it, in one transaction. A bridge whose zone another bridge has is
 // refused (its entry is not made: its ports must stay closed), the one
 // found there first or, of two new, the one of the lower index keeping it.
 // Before a bridge's entry is made or changed, fix is called for it (an
-// error refuses the bridge): the entry holds the MAC it has now.
+// error refuses the bridge): the entry holds the MAC it has now. When an
+// entry is to be made, those of bridges that no longer exist (exists
+// answers) are removed first; a sync whose bridges all have theirs reads
+// the table and asks nothing else.
 func EnsureZones(c *nftables.Conn, bridges []ZoneBridge, exists func(name string) bool, fix func(ZoneBridge) error) (map[string]error, error) {
 	st, err := readZones(c)
 	if err != nil {
 		return nil, fmt.Errorf("read nftables table inet %s: %w", ZoneTable, err)
 	}
-	bridges = slices.Clone(bridges)
-	slices.SortFunc(bridges, func(a, b ZoneBridge) int { return a.Index - b.Index })
+	var todo []ZoneBridge
+	for _, b := range bridges {
+		if !st.holds(b) {
+			todo = append(todo, b)
+		}
+	}
+	if st.base && len(todo) == 0 {
+		return map[string]error{}, nil
+	}
 	t, local, zones, pre := zoneObjects()
-	queued := !st.base
-	if queued {
+	if !st.base {
 		queueZoneBase(c, t, local, zones, pre)
 	}
+	st.prune(c, local, zones, exists)
+	refused, err := st.add(c, local, zones, todo, fix)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Flush(); err != nil {
+		return nil, fmt.Errorf("update nftables table inet %s: %w", ZoneTable, err)
+	}
+	return refused, nil
+}
+
+// prune queues the removal of the entries of bridges that no longer exist.
+func (st zoneState) prune(c *nftables.Conn, local, zones *nftables.Set, exists func(name string) bool) {
 	for name, z := range st.zones {
 		if !exists(name) {
 			delete(st.zones, name)
 			queueZoneDelete(c, local, zones, name, z, st.macs[name])
-			queued = true
 		}
 	}
+}
+
+// add queues the entries of the bridges, in the order of their indexes,
+// and returns those refused.
+func (st zoneState) add(c *nftables.Conn, local, zones *nftables.Set, bridges []ZoneBridge, fix func(ZoneBridge) error) (map[string]error, error) {
+	bridges = slices.Clone(bridges)
+	slices.SortFunc(bridges, func(a, b ZoneBridge) int { return a.Index - b.Index })
 	refused := map[string]error{}
 	for _, b := range bridges {
 		if other := zoneHolder(st.zones, b); other != "" {
 			refused[b.Name] = &ZoneCollisionError{Bridge: b.Name, Other: other}
-			continue
-		}
-		if st.holds(b) {
 			continue
 		}
 		if err := fix(b); err != nil {
@@ -180,16 +204,10 @@ func EnsureZones(c *nftables.Conn, bridges []ZoneBridge, exists func(name string
 		if z, ok := st.zones[b.Name]; ok {
 			queueZoneDelete(c, local, zones, b.Name, z, st.macs[b.Name])
 		}
-		st.zones[b.Name], queued = b.Zone(), true
+		st.zones[b.Name] = b.Zone()
 		if err := queueZoneAdd(c, local, zones, b); err != nil {
 			return nil, err
 		}
-	}
-	if !queued {
-		return refused, nil
-	}
-	if err := c.Flush(); err != nil {
-		return nil, fmt.Errorf("update nftables table inet %s: %w", ZoneTable, err)
 	}
 	return refused, nil
 }

@@ -55,7 +55,21 @@ func TestZonesKeepEachBridgesConnections(t *testing.T) {
 func TestEnsureZones(t *testing.T) {
 	host, _ := newZoneBed(t)
 	ensureZones(t, host, "brn", "brs")
-	ensureZones(t, host, "brn", "brs") // nothing to change
+	// nothing to change: no question about the node's links, no transaction
+	if err := InNamespace(host.Path, func(c *nftables.Conn) error {
+		asked := func(name string) bool {
+			t.Errorf("a sync with nothing to change asked whether %s exists", name)
+			return true
+		}
+		refused, err := EnsureZones(c, []ZoneBridge{zoneBridge(t, host, "brn"), zoneBridge(t, host, "brs")}, asked,
+			func(b ZoneBridge) error { return fmt.Errorf("%s's entry made again", b.Name) })
+		if err == nil && len(refused) > 0 {
+			err = fmt.Errorf("refused %v", refused)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	ruleset := host.Ruleset(t)
 	for _, want := range []string{"ct zone set iifname map @zones", "iifname . ether daddr @local return"} {
 		if !strings.Contains(ruleset, want) {
