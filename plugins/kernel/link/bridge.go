@@ -41,24 +41,9 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 	if !IsNotFound(err) {
 		return nil, err
 	}
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = s.Name
-	attrs.MTU = s.MTU
-	attrs.Flags = 0
-	created := true
-	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
-		if !errors.Is(err, syscall.EEXIST) {
-			return nil, fmt.Errorf("create bridge %q: %w", s.Name, err)
-		}
-		created = false
-	}
-	if br, err = findBridge(s.Name); err != nil {
+	br, created, err := createBridge(s)
+	if err != nil {
 		return nil, err
-	}
-	if created {
-		if err := FixMAC(br); err != nil {
-			return nil, err
-		}
 	}
 	if err = CheckOwner(br, s.Owner); err == nil && (created || s.NodeManaged) {
 		err = tag(br, s.Owner, s.NodeManaged)
@@ -67,6 +52,29 @@ func EnsureBridge(s BridgeSpec) (*netlink.Bridge, error) {
 		return nil, err
 	}
 	return br, setBridgeState(br, s)
+}
+
+// createBridge creates the bridge, with its MAC fixed, unless a concurrent
+// caller did (created false: the winner's bridge is returned).
+func createBridge(s BridgeSpec) (br *netlink.Bridge, created bool, err error) {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = s.Name
+	attrs.MTU = s.MTU
+	attrs.Flags = 0
+	created = true
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
+		if !errors.Is(err, syscall.EEXIST) {
+			return nil, false, fmt.Errorf("create bridge %q: %w", s.Name, err)
+		}
+		created = false
+	}
+	if br, err = findBridge(s.Name); err != nil {
+		return nil, false, err
+	}
+	if created {
+		err = FixMAC(br)
+	}
+	return br, created, err
 }
 
 // FixMAC sets the bridge's MAC to the one it has: until set, a bridge's MAC
