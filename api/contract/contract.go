@@ -27,6 +27,11 @@ const (
 	// FieldManager is the field manager of every write netclass-dra and
 	// netclass-controller make.
 	FieldManager = "netclass.dev"
+	// FinalizerInUse is the finalizer netclass-controller holds on every
+	// netclass.dev PodNetwork and every Network: on deletion it is removed once
+	// no ResourceClaim uses the network, so the network's segment stays its own
+	// while pods are attached to it.
+	FinalizerInUse = "netclass.dev/in-use"
 	// CNIVersion is the CNI spec version of every configuration netclass
 	// renders or validates.
 	CNIVersion = "1.1.0"

@@ -14,6 +14,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/usage"
 )
 
 // ReadyCondition computes the Ready condition of a netclass.dev PodNetwork: disabled wins,
@@ -95,27 +96,12 @@ func falseConditions(conds []metav1.Condition) []string {
 	return out
 }
 
-// maxListed bounds how many claims a condition message names.
-const maxListed = 5
-
 // InUseCondition computes the InUse condition from the claims using the network; when the
 // PodNetwork is being deleted the message says that deletion waits for them.
 func InUseCondition(users []string, deleting bool) metav1.Condition {
-	if len(users) == 0 {
-		return condition.New(multinetworkv1.PodNetworkConditionInUse, metav1.ConditionFalse,
-			multinetworkv1.PodNetworkReasonNotInUse, "no ResourceClaim is allocated a device of this network")
+	inUse, msg := usage.InUse(users, deleting)
+	if !inUse {
+		return condition.New(multinetworkv1.PodNetworkConditionInUse, metav1.ConditionFalse, multinetworkv1.PodNetworkReasonNotInUse, msg)
 	}
-	msg := fmt.Sprintf("used by %d ResourceClaim(s): %s", len(users), listClaims(users))
-	if deleting {
-		msg += "; deletion waits until none uses it"
-	}
-	return condition.New(multinetworkv1.PodNetworkConditionInUse, metav1.ConditionTrue,
-		multinetworkv1.PodNetworkReasonInUse, msg)
-}
-
-func listClaims(users []string) string {
-	if len(users) <= maxListed {
-		return strings.Join(users, ", ")
-	}
-	return strings.Join(users[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(users)-maxListed)
+	return condition.New(multinetworkv1.PodNetworkConditionInUse, metav1.ConditionTrue, multinetworkv1.PodNetworkReasonInUse, msg)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/segment"
+	"github.com/netclass-dev/netclass/controller/usage"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
 
@@ -40,7 +41,7 @@ const Name = "podnetwork"
 
 // Finalizer is held on every netclass.dev PodNetwork; on deletion it is removed once no
 // ResourceClaim uses the network.
-const Finalizer = "netclass.dev/in-use"
+const Finalizer = contract.FinalizerInUse
 
 // Event reasons besides the condition reasons (which are emitted on every transition).
 const (
@@ -124,7 +125,12 @@ func (c *Controller) claimKeys(obj any) []string {
 	if !ok {
 		return nil
 	}
-	keys := ClaimNetworks(claim, c.deviceNetworks())
+	var keys []string
+	for _, n := range usage.ClaimNetworks(claim, c.deviceNetworks()) {
+		if n.Namespace == "" {
+			keys = append(keys, n.Name)
+		}
+	}
 	pns, err := c.podNetworks.List(labels.Everything())
 	if err != nil {
 		return keys
@@ -207,18 +213,20 @@ func (c *Controller) sliceKeys(obj any) []string {
 		return nil
 	}
 	var keys []string
-	for _, name := range SliceDevices([]*resourceapi.ResourceSlice{s}) {
-		keys = append(keys, name)
+	for _, n := range usage.SliceDevices([]*resourceapi.ResourceSlice{s}) {
+		if n.Namespace == "" {
+			keys = append(keys, n.Name)
+		}
 	}
 	return keys
 }
 
-func (c *Controller) deviceNetworks() DeviceNetworks {
+func (c *Controller) deviceNetworks() usage.Devices {
 	all, err := c.slices.List(labels.Everything())
 	if err != nil {
-		return DeviceNetworks{}
+		return usage.Devices{}
 	}
-	return SliceDevices(all)
+	return usage.SliceDevices(all)
 }
 
 // users returns the claims that use the PodNetwork called name.
@@ -227,7 +235,7 @@ func (c *Controller) users(name string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list resource claims: %w", err)
 	}
-	return Users(claims, c.deviceNetworks())[name], nil
+	return usage.Users(claims, c.deviceNetworks())[usage.Network{Name: name}], nil
 }
 
 // Reconcile brings one PodNetwork's finalizer and status up to date.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -125,99 +124,5 @@ func TestInUseCondition(t *testing.T) {
 	}
 	if strings.Contains(c.Message, "c/6") {
 		t.Errorf("message %q lists more than five claims", c.Message)
-	}
-}
-
-func str(s string) *string { return &s }
-
-func slice(driver, pool string, devices ...resourceapi.Device) *resourceapi.ResourceSlice {
-	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: driver + "-" + pool},
-		Spec:       resourceapi.ResourceSliceSpec{Driver: driver, Pool: resourceapi.ResourcePool{Name: pool}, Devices: devices},
-	}
-}
-
-func device(name string, attrs map[string]string) resourceapi.Device {
-	d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}}
-	for k, v := range attrs {
-		d.Attributes[resourceapi.QualifiedName(k)] = resourceapi.DeviceAttribute{StringValue: str(v)}
-	}
-	return d
-}
-
-type result struct{ driver, pool, device string }
-
-func claim(name string, results []result, status []resourceapi.AllocatedDeviceStatus) *resourceapi.ResourceClaim {
-	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-	if results != nil {
-		c.Status.Allocation = &resourceapi.AllocationResult{}
-		for _, r := range results {
-			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
-				resourceapi.DeviceRequestAllocationResult{Request: "net", Driver: r.driver, Pool: r.pool, Device: r.device})
-		}
-	}
-	c.Status.Devices = status
-	return c
-}
-
-func data(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
-
-func TestClaimNetworks(t *testing.T) {
-	devices := podnetwork.SliceDevices([]*resourceapi.ResourceSlice{
-		slice("netclass.dev", "node-a",
-			device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "blue", "resource.kubernetes.io/networkClass": "netclass"}),
-			device("seed004-dev", map[string]string{"netclass.dev/podNetwork": "green"}),
-			device("tenant-dev", map[string]string{"resource.kubernetes.io/podNetwork": "red", "resource.kubernetes.io/podNetworkNamespace": "tenant"}),
-		),
-		slice("foreign.example.com", "node-a", device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "foreign"})),
-	})
-	for _, tc := range []struct {
-		name  string
-		claim *resourceapi.ResourceClaim
-		want  []string
-	}{
-		{name: "unallocated", claim: claim("c", nil, nil)},
-		{name: "by slice attribute", claim: claim("c", []result{{"netclass.dev", "node-a", "blue-dev"}}, nil), want: []string{"blue"}},
-		{name: "seed 004 attribute", claim: claim("c", []result{{"netclass.dev", "node-a", "seed004-dev"}}, nil), want: []string{"green"}},
-		{name: "namespaced network is not a PodNetwork", claim: claim("c", []result{{"netclass.dev", "node-a", "tenant-dev"}}, nil)},
-		{name: "foreign driver ignored", claim: claim("c", []result{{"foreign.example.com", "node-a", "blue-dev"}}, nil)},
-		{
-			name: "status data, device gone from the slice",
-			claim: claim("c", []result{{"netclass.dev", "node-a", "gone"}, {"foreign.example.com", "node-a", "x"}}, []resourceapi.AllocatedDeviceStatus{
-				{Driver: "netclass.dev", Pool: "node-a", Device: "gone", Data: data(`{"podNetwork":"purple","networkClass":"netclass"}`)},
-				{Driver: "foreign.example.com", Pool: "node-a", Device: "x", Data: data(`{"podNetwork":"foreign"}`)},
-			}),
-			want: []string{"purple"},
-		},
-		{
-			name: "status of a device not allocated is ignored",
-			claim: claim("c", []result{{"netclass.dev", "node-a", "blue-dev"}}, []resourceapi.AllocatedDeviceStatus{
-				{Driver: "netclass.dev", Pool: "node-b", Device: "other", Data: data(`{"podNetwork":"purple"}`)},
-			}),
-			want: []string{"blue"},
-		},
-		{
-			name: "status data of a namespaced network",
-			claim: claim("c", []result{{"netclass.dev", "node-a", "gone"}}, []resourceapi.AllocatedDeviceStatus{
-				{Driver: "netclass.dev", Pool: "node-a", Device: "gone", Data: data(`{"podNetwork":"red","podNetworkNamespace":"tenant"}`)},
-			}),
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := podnetwork.ClaimNetworks(tc.claim, devices)
-			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-	users := podnetwork.Users([]*resourceapi.ResourceClaim{
-		claim("z", []result{{"netclass.dev", "node-a", "blue-dev"}}, nil),
-		claim("a", []result{{"netclass.dev", "node-a", "blue-dev"}, {"netclass.dev", "node-a", "seed004-dev"}}, nil),
-	}, devices)
-	if got := strings.Join(users["blue"], ","); got != "ns/a,ns/z" {
-		t.Errorf("users of blue = %s", got)
-	}
-	if got := strings.Join(users["green"], ","); got != "ns/a" {
-		t.Errorf("users of green = %s", got)
 	}
 }

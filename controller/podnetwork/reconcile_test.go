@@ -120,8 +120,8 @@ func TestDeletionWaitsForClaims(t *testing.T) {
 	blue.Finalizers = []string{podnetwork.Finalizer}
 	now := metav1.NewTime(time.Now())
 	blue.DeletionTimestamp = &now
-	s := slice("netclass.dev", "node-a", device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "blue"}))
-	cl := claim("user", []result{{"netclass.dev", "node-a", "blue-dev"}}, nil)
+	s := harness.Slice("netclass.dev", "node-a", harness.Device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "blue"}))
+	cl := harness.Claim("user", []harness.Result{harness.Alloc("netclass.dev", "node-a", "blue-dev")}, nil)
 	env, c := setup(t, []runtime.Object{s, cl}, blue)
 	reconcile(t, env, c, "blue")
 	got := get(t, env, "blue")

@@ -1,0 +1,139 @@
+// Package usage answers which network objects the ResourceClaims use: the devices netclass
+// publishes name their network in the ResourceSlices, and netclass-dra's status entry of an
+// allocated device names it again (it outlives the device). The PodNetwork and Network
+// reconcilers hold their objects' deletion on it (finalizer contract.FinalizerInUse).
+package usage
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netclass-dev/netclass/api/contract"
+)
+
+// Network names a network object: a PodNetwork (Namespace empty) or a Network.
+type Network = types.NamespacedName
+
+// deviceID names one device of a driver's pool, as allocation results do.
+type deviceID struct{ pool, device string }
+
+// Devices maps the devices netclass publishes to the network each one attaches to, from
+// the device attributes of the driver's ResourceSlices.
+type Devices map[deviceID]Network
+
+// SliceDevices reads the network attributes of every netclass.dev device in slices:
+// resource.kubernetes.io/podNetwork (the NetworkClass proposal), else
+// netclass.dev/podNetwork (the Multi-Network DRA design), and
+// resource.kubernetes.io/podNetworkNamespace for a namespaced network.
+func SliceDevices(slices []*resourceapi.ResourceSlice) Devices {
+	out := Devices{}
+	for _, s := range slices {
+		if s.Spec.Driver != contract.DriverName {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			if n := deviceNetwork(d.Attributes); n.Name != "" {
+				out[deviceID{s.Spec.Pool.Name, d.Name}] = n
+			}
+		}
+	}
+	return out
+}
+
+func deviceNetwork(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) Network {
+	ns := stringAttr(attrs, contract.AttributeStdPodNetworkNamespace)
+	for _, key := range []resourceapi.QualifiedName{
+		contract.AttributeStdPodNetwork,
+		contract.AttributePodNetwork,
+		"podNetwork", // unqualified names are in the driver's own domain
+	} {
+		if v := stringAttr(attrs, key); v != "" {
+			return Network{Namespace: ns, Name: v}
+		}
+	}
+	return Network{}
+}
+
+func stringAttr(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, key resourceapi.QualifiedName) string {
+	if a, ok := attrs[key]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	return ""
+}
+
+// ClaimNetworks returns the networks an allocated claim uses through netclass.dev devices:
+// each allocation result of the driver is resolved through the device's attributes in
+// devices and through the claim's status entry for that device (data.podNetwork and
+// data.podNetworkNamespace). Unallocated claims use nothing; other drivers are ignored.
+func ClaimNetworks(claim *resourceapi.ResourceClaim, devices Devices) []Network {
+	if claim.Status.Allocation == nil {
+		return nil
+	}
+	allocated := map[deviceID]bool{}
+	set := map[Network]bool{}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != contract.DriverName {
+			continue
+		}
+		id := deviceID{r.Pool, r.Device}
+		allocated[id] = true
+		if n, ok := devices[id]; ok {
+			set[n] = true
+		}
+	}
+	for _, d := range claim.Status.Devices {
+		if d.Driver != contract.DriverName || !allocated[deviceID{d.Pool, d.Device}] || d.Data == nil {
+			continue
+		}
+		var data contract.ClaimStatusData
+		if json.Unmarshal(d.Data.Raw, &data) == nil && data.PodNetwork != "" {
+			set[Network{Namespace: data.PodNetworkNamespace, Name: data.PodNetwork}] = true
+		}
+	}
+	out := make([]Network, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Users maps each network to the sorted "namespace/name" keys of the claims using it.
+func Users(claims []*resourceapi.ResourceClaim, devices Devices) map[Network][]string {
+	out := map[Network][]string{}
+	for _, c := range claims {
+		key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String()
+		for _, n := range ClaimNetworks(c, devices) {
+			out[n] = append(out[n], key)
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// maxListed bounds how many claims a condition message names.
+const maxListed = 5
+
+// InUse says whether a network is in use, from the claims using it, and the message of its
+// InUse condition; when the object is being deleted the message says that deletion waits.
+func InUse(users []string, deleting bool) (bool, string) {
+	if len(users) == 0 {
+		return false, "no ResourceClaim is allocated a device of this network"
+	}
+	listed := strings.Join(users, ", ")
+	if len(users) > maxListed {
+		listed = strings.Join(users[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(users)-maxListed)
+	}
+	msg := fmt.Sprintf("used by %d ResourceClaim(s): %s", len(users), listed)
+	if deleting {
+		msg += "; deletion waits until none uses it"
+	}
+	return true, msg
+}

@@ -1,0 +1,93 @@
+package usage_test
+
+import (
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/netclass-dev/netclass/controller/internal/harness"
+	"github.com/netclass-dev/netclass/controller/usage"
+)
+
+func TestClaimNetworks(t *testing.T) {
+	devices := usage.SliceDevices([]*resourceapi.ResourceSlice{
+		harness.Slice("netclass.dev", "node-a",
+			harness.Device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "blue", "resource.kubernetes.io/networkClass": "netclass"}),
+			harness.Device("seed004-dev", map[string]string{"netclass.dev/podNetwork": "green"}),
+			harness.Device("tenant-dev", map[string]string{"resource.kubernetes.io/podNetwork": "red", "resource.kubernetes.io/podNetworkNamespace": "tenant"}),
+		),
+		harness.Slice("foreign.example.com", "node-a", harness.Device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "foreign"})),
+	})
+	for _, tc := range []struct {
+		name  string
+		claim *resourceapi.ResourceClaim
+		want  []string
+	}{
+		{name: "unallocated", claim: harness.Claim("c", nil, nil)},
+		{name: "by slice attribute", claim: harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "blue-dev")}, nil), want: []string{"/blue"}},
+		{name: "seed 004 attribute", claim: harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "seed004-dev")}, nil), want: []string{"/green"}},
+		{name: "namespaced network", claim: harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "tenant-dev")}, nil), want: []string{"tenant/red"}},
+		{name: "foreign driver ignored", claim: harness.Claim("c", []harness.Result{harness.Alloc("foreign.example.com", "node-a", "blue-dev")}, nil)},
+		{
+			name: "status data, device gone from the slice",
+			claim: harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "gone"), harness.Alloc("foreign.example.com", "node-a", "x")}, []resourceapi.AllocatedDeviceStatus{
+				{Driver: "netclass.dev", Pool: "node-a", Device: "gone", Data: harness.Data(`{"podNetwork":"purple","networkClass":"netclass"}`)},
+				{Driver: "foreign.example.com", Pool: "node-a", Device: "x", Data: harness.Data(`{"podNetwork":"foreign"}`)},
+			}),
+			want: []string{"/purple"},
+		},
+		{
+			name: "status of a device not allocated is ignored",
+			claim: harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "blue-dev")}, []resourceapi.AllocatedDeviceStatus{
+				{Driver: "netclass.dev", Pool: "node-b", Device: "other", Data: harness.Data(`{"podNetwork":"purple"}`)},
+			}),
+			want: []string{"/blue"},
+		},
+		{
+			name: "status data of a namespaced network",
+			claim: harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "gone")}, []resourceapi.AllocatedDeviceStatus{
+				{Driver: "netclass.dev", Pool: "node-a", Device: "gone", Data: harness.Data(`{"podNetwork":"red","podNetworkNamespace":"tenant"}`)},
+			}),
+			want: []string{"tenant/red"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, n := range usage.ClaimNetworks(tc.claim, devices) {
+				got = append(got, n.String())
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	users := usage.Users([]*resourceapi.ResourceClaim{
+		harness.Claim("z", []harness.Result{harness.Alloc("netclass.dev", "node-a", "blue-dev")}, nil),
+		harness.Claim("a", []harness.Result{harness.Alloc("netclass.dev", "node-a", "blue-dev"), harness.Alloc("netclass.dev", "node-a", "seed004-dev")}, nil),
+	}, devices)
+	if got := strings.Join(users[usage.Network{Name: "blue"}], ","); got != "ns/a,ns/z" {
+		t.Errorf("users of blue = %s", got)
+	}
+	if got := strings.Join(users[usage.Network{Name: "green"}], ","); got != "ns/a" {
+		t.Errorf("users of green = %s", got)
+	}
+}
+
+func TestInUse(t *testing.T) {
+	if inUse, msg := usage.InUse(nil, false); inUse || !strings.Contains(msg, "no ResourceClaim") {
+		t.Errorf("no users: %v %q", inUse, msg)
+	}
+	inUse, msg := usage.InUse([]string{"a/1", "a/2", "b/3", "b/4", "c/5", "c/6", "c/7"}, true)
+	if !inUse {
+		t.Fatalf("users: not in use (%q)", msg)
+	}
+	for _, want := range []string{"7 ResourceClaim", "a/1", "c/5", "and 2 more", "deletion waits"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "c/6") {
+		t.Errorf("message %q lists more than five claims", msg)
+	}
+}
