@@ -44,7 +44,7 @@ func controllerCalls() []apiCall {
 	var c []apiCall
 	add := func(more []apiCall) { c = append(c, more...) }
 	add(calls(mod+"controller/podnetwork", `Multinetwork\(\)\.V1\(\)\.PodNetworks\(\)`, mn, "podnetworks", "list", "watch"))
-	add(calls(mod+"controller/podnetwork", `PodNetworks\(\)\.Update\(ctx`, mn, "podnetworks", "update"))
+	add(calls(mod+"controller/podnetwork", `PodNetworks\(\)\.Update,`, mn, "podnetworks", "update")) // the finalizer (controller/finalizer)
 	add(calls(mod+"controller/podnetwork", `PodNetworks\(\)\.UpdateStatus\(ctx`, mn, "podnetworks/status", "update"))
 	add(calls(mod+"controller/networkclass", `NetworkClasses\(\)`, mn, "networkclasses", "list", "watch"))
 	add(calls(mod+"controller/networkclass", `NetworkClasses\(\)\.UpdateStatus\(ctx`, mn, "networkclasses/status", "update"))
@@ -59,6 +59,9 @@ func controllerCalls() []apiCall {
 	add(calls(mod+"controller/clusternetwork", `nns\.UpdateStatus\(ctx`, nc, "nodenetworks/status", "update"))
 	add(calls(mod+"controller/network", `V1alpha1\(\)\.Networks\(\)`, nc, "networks", "list", "watch"))
 	add(calls(mod+"controller/network", `Networks\(net\.Namespace\)\.UpdateStatus\(ctx`, nc, "networks/status", "update"))
+	add(calls(mod+"controller/network", `Networks\(n\.Namespace\)\.Update\(ctx`, nc, "networks", "update")) // the finalizer
+	add(calls(mod+"controller/network", `Resource\(\)\.V1\(\)\.ResourceClaims\(\)`, res, "resourceclaims", "list", "watch"))
+	add(calls(mod+"controller/network", `Resource\(\)\.V1\(\)\.ResourceSlices\(\)`, res, "resourceslices", "list", "watch"))
 	add(calls(mod+"controller/networkqos", `V1alpha1\(\)\.NetworkQoSes\(\)`, nc, "networkqoses", "list", "watch"))
 	add(calls(mod+"controller/networkqos", `NetworkQoSes\(ns\)\.UpdateStatus\(ctx`, nc, "networkqoses/status", "update"))
 	add(calls(mod+"controller/clusternetwork", `Core\(\)\.V1\(\)\.Nodes\(\)`, "", "nodes", "list", "watch"))

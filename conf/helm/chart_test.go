@@ -226,7 +226,7 @@ func TestCustomValues(t *testing.T) {
 			t.Errorf("%s is not in the namespace value", k)
 		}
 	}
-	for _, vap := range []string{"netclass-controller-node-labels", "netclass-dra-own-node"} {
+	for _, vap := range []string{"netclass-controller-node-labels", "netclass-dra-own-node", "netclass-in-use-finalizer"} {
 		if c := asYAML(objs["ValidatingAdmissionPolicy//"+vap]); !strings.Contains(c, "system:serviceaccount:nc-ops:") || strings.Contains(c, "netclass-system") {
 			t.Errorf("%s does not name the service account of nc-ops", vap)
 		}

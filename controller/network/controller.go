@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -28,6 +29,7 @@ import (
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/finalizer"
 	"github.com/netclass-dev/netclass/controller/segment"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
@@ -46,18 +48,23 @@ type Controller struct {
 	clusterNetworks nclisters.ClusterNetworkLister
 	podNetworks     mnlisters.PodNetworkLister
 	namespaces      corelisters.NamespaceLister
+	claims          resourcelisters.ResourceClaimLister
+	slices          resourcelisters.ResourceSliceLister
 	recorder        record.EventRecorder
+	finalizer       finalizer.Writer[*netclassv1alpha1.Network]
 	queue           *worker.Queue
 	synced          []cache.InformerSynced
 }
 
-// New wires the controller to the Network, ClusterNetwork, PodNetwork and Namespace
-// informers; the factories must be started by the caller.
+// New wires the controller to the Network, ClusterNetwork, PodNetwork, Namespace,
+// ResourceClaim and ResourceSlice informers; the factories must be started by the caller.
 func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
 	netInf := nc.Netclass().V1alpha1().Networks()
 	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
 	pnInf := nc.Multinetwork().V1().PodNetworks()
 	nsInf := kube.Core().V1().Namespaces()
+	claimInf := kube.Resource().V1().ResourceClaims()
+	sliceInf := kube.Resource().V1().ResourceSlices()
 	if err := netInf.Informer().AddIndexers(cache.Indexers{byClusterNetwork: indexNetwork}); err != nil {
 		return nil, fmt.Errorf("network controller: add network index: %w", err)
 	}
@@ -71,7 +78,12 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		clusterNetworks: cnInf.Lister(),
 		podNetworks:     pnInf.Lister(),
 		namespaces:      nsInf.Lister(),
+		claims:          claimInf.Lister(),
+		slices:          sliceInf.Lister(),
 		recorder:        recorder,
+		finalizer: finalizer.Writer[*netclassv1alpha1.Network]{Kind: "network", Recorder: recorder, Update: func(ctx context.Context, n *netclassv1alpha1.Network, o metav1.UpdateOptions) (*netclassv1alpha1.Network, error) {
+			return client.NetclassV1alpha1().Networks(n.Namespace).Update(ctx, n, o)
+		}},
 	}
 	c.queue = worker.New(Name, c.Reconcile)
 	synced, err := worker.AddHandlers(
@@ -81,6 +93,9 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		worker.Handler{Informer: pnInf.Informer(), Handler: worker.MapHandler(c.podNetworkKeys, c.queue)},
 		// A namespace's labels decide whether ClusterNetworks let its Networks in.
 		worker.Handler{Informer: nsInf.Informer(), Handler: worker.LabelsHandler(c.namespaceKeys, c.queue)},
+		// Claims allocated its devices hold a Network's deletion.
+		worker.Handler{Informer: claimInf.Informer(), Handler: worker.MapHandler(c.claimKeys, c.queue)},
+		worker.Handler{Informer: sliceInf.Informer(), Handler: worker.MapHandler(c.sliceKeys, c.queue)},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("network controller: %w", err)
@@ -193,7 +208,9 @@ func (c *Controller) HasSynced() bool {
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
-// Reconcile renders one Network and writes its status.
+// Reconcile renders one Network and writes its status; it holds the finalizer
+// contract.FinalizerInUse on the Network until, deleted, no claim uses it (the
+// Network keeps its segment until then).
 func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -213,32 +230,57 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if apierrors.IsNotFound(err) {
 		cn = nil
 	}
+	users, err := c.users(net)
+	if err != nil {
+		return worker.Result{}, err
+	}
+	deleting := net.DeletionTimestamp != nil
+	if !deleting {
+		if net, err = c.finalizer.Ensure(ctx, net, (*netclassv1alpha1.Network).DeepCopy); err != nil {
+			return worker.Result{}, err
+		}
+	}
 	segs := c.segments()
 	holders, err := segs.Overlapping(netspec.NetworkHolder(net, cn, segs.NamespaceLabels()).Segment)
 	if err != nil {
 		return worker.Result{}, err
 	}
-	return worker.Result{}, c.updateStatus(ctx, net, Evaluate(net, cn, holders, segs.NamespaceLabels()))
+	o := Evaluate(net, cn, holders, segs.NamespaceLabels())
+	inUse := InUseCondition(users, deleting)
+	o.InUse = &inUse
+	if net, err = c.updateStatus(ctx, net, o); err != nil {
+		return worker.Result{}, err
+	}
+	if deleting && len(users) == 0 {
+		return worker.Result{}, c.finalizer.Remove(ctx, net, (*netclassv1alpha1.Network).DeepCopy)
+	}
+	return worker.Result{}, nil
 }
 
-func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Network, o Outcome) error {
+// updateStatus writes the status when it differs and emits an event per transition of Ready
+// and InUse, and one per update of a deleted Network's InUse (DeletionBlocked).
+func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Network, o Outcome) (*netclassv1alpha1.Network, error) {
 	upd := net.DeepCopy()
 	ch := condition.Set(&upd.Status.Conditions, o.Ready, net.Generation)
 	held := condition.SetOrRemove(&upd.Status.Conditions, netclassv1alpha1.ConditionSegmentHeld, o.Held, net.Generation)
+	var inUse condition.Change
+	if o.InUse != nil {
+		inUse = condition.Set(&upd.Status.Conditions, *o.InUse, net.Generation)
+	}
 	upd.Status.Type, upd.Status.ObservedGeneration = o.Type, net.Generation
 	sameConfig := SameConfig(net.Status.Config, o.Config)
 	if !sameConfig {
 		upd.Status.Config = o.Config
 	}
-	if !ch.Updated && !held.Updated && sameConfig && upd.Status.Type == net.Status.Type && upd.Status.ObservedGeneration == net.Status.ObservedGeneration {
-		return nil
+	if !ch.Updated && !held.Updated && !inUse.Updated && sameConfig && upd.Status.Type == net.Status.Type && upd.Status.ObservedGeneration == net.Status.ObservedGeneration {
+		return net, nil
 	}
 	out, err := c.client.NetclassV1alpha1().Networks(net.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		if !apierrors.IsConflict(err) {
 			c.recorder.Eventf(net, corev1.EventTypeWarning, "UpdateFailed", "Updating status failed: %v", err)
 		}
-		return fmt.Errorf("update status of network %s/%s: %w", net.Namespace, net.Name, err)
+		return nil, fmt.Errorf("update status of network %s/%s: %w", net.Namespace, net.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated status", "ready", o.Ready.Reason)
 	if ch.Transitioned {
@@ -248,5 +290,12 @@ func (c *Controller) updateStatus(ctx context.Context, net *netclassv1alpha1.Net
 		}
 		c.recorder.Event(out, typ, o.Ready.Reason, o.Ready.Message)
 	}
-	return nil
+	// A new Network's first InUse=False is no news.
+	if inUse.Transitioned && (o.InUse.Status == metav1.ConditionTrue || condition.Get(net.Status.Conditions, netclassv1alpha1.ConditionInUse) != nil) {
+		c.recorder.Event(out, corev1.EventTypeNormal, o.InUse.Reason, o.InUse.Message)
+	}
+	if inUse.Updated && out.DeletionTimestamp != nil && o.InUse.Status == metav1.ConditionTrue {
+		c.recorder.Event(out, corev1.EventTypeNormal, EventDeletionBlocked, o.InUse.Message)
+	}
+	return out, nil
 }

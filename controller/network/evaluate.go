@@ -16,7 +16,9 @@ import (
 type Outcome struct {
 	Ready metav1.Condition
 	// Held is the SegmentHeld condition (nil: no segment, none is kept).
-	Held   *metav1.Condition
+	Held *metav1.Condition
+	// InUse is the InUse condition (Reconcile's, from the claims; unset: left as it is).
+	InUse  *metav1.Condition
 	Type   netclassv1alpha1.NetworkType
 	Config *runtime.RawExtension
 }

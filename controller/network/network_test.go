@@ -1,6 +1,7 @@
 package network_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
@@ -200,6 +202,10 @@ func TestReconcile(t *testing.T) {
 		!strings.Contains(string(got.Status.Config.Raw), `"vlanId":100`) || !condition.IsTrue(got.Status.Conditions, "Ready") ||
 		!condition.IsTrue(got.Status.Conditions, netclassv1alpha1.ConditionSegmentHeld) {
 		t.Errorf("status %+v (config %s)", got.Status, got.Status.Config)
+	}
+	if inUse := condition.Get(got.Status.Conditions, netclassv1alpha1.ConditionInUse); inUse == nil || inUse.Reason != netclassv1alpha1.ReasonNotInUse ||
+		!slices.Equal(got.Finalizers, []string{contract.FinalizerInUse}) {
+		t.Errorf("a new network: InUse %+v, finalizers %v", inUse, got.Finalizers)
 	}
 	if ev := env.Events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Ready") {
 		t.Errorf("events %v", ev)

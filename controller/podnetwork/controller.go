@@ -8,7 +8,6 @@ package podnetwork
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -31,6 +30,7 @@ import (
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/finalizer"
 	"github.com/netclass-dev/netclass/controller/segment"
 	"github.com/netclass-dev/netclass/controller/usage"
 	"github.com/netclass-dev/netclass/controller/worker"
@@ -46,8 +46,8 @@ const Finalizer = contract.FinalizerInUse
 // Event reasons besides the condition reasons (which are emitted on every transition).
 const (
 	EventDeletionBlocked  = "DeletionBlocked"
-	EventFinalizerRemoved = "FinalizerRemoved"
-	EventUpdateFailed     = "UpdateFailed"
+	EventFinalizerRemoved = finalizer.EventRemoved
+	EventUpdateFailed     = finalizer.EventUpdateFailed
 )
 
 // Controller is the PodNetwork reconciler.
@@ -60,6 +60,7 @@ type Controller struct {
 	claims       resourcelisters.ResourceClaimLister
 	slices       resourcelisters.ResourceSliceLister
 	recorder     record.EventRecorder
+	finalizer    finalizer.Writer[*multinetworkv1.PodNetwork]
 	queue        *worker.Queue
 	synced       []cache.InformerSynced
 }
@@ -85,6 +86,7 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		claims:       claimInf.Lister(),
 		slices:       sliceInf.Lister(),
 		recorder:     recorder,
+		finalizer:    finalizer.Writer[*multinetworkv1.PodNetwork]{Kind: "podnetwork", Update: client.MultinetworkV1().PodNetworks().Update, Recorder: recorder},
 	}
 	c.queue = worker.New(Name, c.Reconcile)
 	synced, err := worker.AddHandlers(
@@ -256,7 +258,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	}
 	deleting := pn.DeletionTimestamp != nil
 	if !deleting {
-		if pn, err = c.ensureFinalizer(ctx, pn); err != nil {
+		if pn, err = c.finalizer.Ensure(ctx, pn, (*multinetworkv1.PodNetwork).DeepCopy); err != nil {
 			return worker.Result{}, err
 		}
 	}
@@ -268,42 +270,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 		return worker.Result{}, err
 	}
 	if deleting && len(users) == 0 {
-		return worker.Result{}, c.removeFinalizer(ctx, pn)
+		return worker.Result{}, c.finalizer.Remove(ctx, pn, (*multinetworkv1.PodNetwork).DeepCopy)
 	}
 	return worker.Result{}, nil
-}
-
-func (c *Controller) ensureFinalizer(ctx context.Context, pn *multinetworkv1.PodNetwork) (*multinetworkv1.PodNetwork, error) {
-	if slices.Contains(pn.Finalizers, Finalizer) {
-		return pn, nil
-	}
-	upd := pn.DeepCopy()
-	upd.Finalizers = append(upd.Finalizers, Finalizer)
-	out, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
-	if err != nil {
-		c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Adding finalizer %s failed: %v", Finalizer, err)
-		return nil, fmt.Errorf("add finalizer to podnetwork %s: %w", pn.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Added finalizer", "finalizer", Finalizer)
-	return out, nil
-}
-
-func (c *Controller) removeFinalizer(ctx context.Context, pn *multinetworkv1.PodNetwork) error {
-	if !slices.Contains(pn.Finalizers, Finalizer) {
-		return nil
-	}
-	upd := pn.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == Finalizer })
-	_, err := c.client.MultinetworkV1().PodNetworks().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		c.recorder.Eventf(pn, corev1.EventTypeWarning, EventUpdateFailed, "Removing finalizer %s failed: %v", Finalizer, err)
-		return fmt.Errorf("remove finalizer from podnetwork %s: %w", pn.Name, err)
-	}
-	c.recorder.Event(pn, corev1.EventTypeNormal, EventFinalizerRemoved, "No ResourceClaim uses the network; deletion proceeds")
-	return nil
 }
 
 // statusConditions are the conditions Reconcile computes (InUse is updateStatus's).

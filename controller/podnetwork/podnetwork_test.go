@@ -117,7 +117,7 @@ func TestInUseCondition(t *testing.T) {
 	if c.Status != metav1.ConditionTrue || c.Reason != "InUse" {
 		t.Fatalf("users: %+v", c)
 	}
-	for _, want := range []string{"7 ResourceClaim", "a/1", "c/5", "and 2 more", "deletion waits"} {
+	for _, want := range []string{"used by 7", "a/1", "c/5", "and 2 more", "deletion waits"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("message %q lacks %q", c.Message, want)
 		}

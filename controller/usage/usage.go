@@ -122,18 +122,19 @@ func Users(claims []*resourceapi.ResourceClaim, devices Devices) map[Network][]s
 const maxListed = 5
 
 // InUse says whether a network is in use, from the claims using it, and the message of its
-// InUse condition; when the object is being deleted the message says that deletion waits.
+// InUse condition. The message names the claims only while the object is being deleted
+// (which they hold): otherwise it stays the same while claims come and go, so pods starting
+// and stopping do not each cost a status write.
 func InUse(users []string, deleting bool) (bool, string) {
-	if len(users) == 0 {
+	switch {
+	case len(users) == 0:
 		return false, "no ResourceClaim is allocated a device of this network"
+	case !deleting:
+		return true, "ResourceClaims are allocated devices of this network"
 	}
 	listed := strings.Join(users, ", ")
 	if len(users) > maxListed {
 		listed = strings.Join(users[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(users)-maxListed)
 	}
-	msg := fmt.Sprintf("used by %d ResourceClaim(s): %s", len(users), listed)
-	if deleting {
-		msg += "; deletion waits until none uses it"
-	}
-	return true, msg
+	return true, fmt.Sprintf("deletion waits until no ResourceClaim uses the network; used by %d: %s", len(users), listed)
 }

@@ -82,12 +82,17 @@ func TestInUse(t *testing.T) {
 	if !inUse {
 		t.Fatalf("users: not in use (%q)", msg)
 	}
-	for _, want := range []string{"7 ResourceClaim", "a/1", "c/5", "and 2 more", "deletion waits"} {
+	for _, want := range []string{"used by 7", "a/1", "c/5", "and 2 more", "deletion waits"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
 	}
 	if strings.Contains(msg, "c/6") {
 		t.Errorf("message %q lists more than five claims", msg)
+	}
+	// Claims come and go without changing the message of a network not being deleted.
+	_, one := usage.InUse([]string{"a/1"}, false)
+	if _, two := usage.InUse([]string{"a/1", "b/2"}, false); one != two || strings.Contains(one, "a/1") {
+		t.Errorf("messages %q and %q: differ, or name a claim", one, two)
 	}
 }

@@ -73,7 +73,7 @@ func TestController(t *testing.T) {
 	t.Run("PodNetworkLifecycle", func(t *testing.T) { testPodNetworkLifecycle(t, e) })
 	t.Run("InUseHoldsDeletion", func(t *testing.T) { testInUse(t, e) })
 	t.Run("SegmentSameSecond", func(t *testing.T) { testSegmentSameSecond(t, e) })
-	t.Run("ClusterNetworkAndNetwork", func(t *testing.T) { testClusterNetwork(t, e) })
+	t.Run("ClusterNetworkAndNetwork", func(t *testing.T) { testClusterNetwork(t, e, cfg) })
 	t.Run("NetworkQoS", func(t *testing.T) { testNetworkQoS(t, e) })
 	t.Run("GeneratedNAD", func(t *testing.T) { testGeneratedNAD(t, e) })
 }
@@ -271,7 +271,7 @@ func testInUse(t *testing.T, e *env) {
 	claimKey := e.ns + "/attachment"
 	waitFor(t, e, "PodNetwork "+used+" InUse", e.podNetwork(t, used), func(p *multinetworkv1.PodNetwork) (bool, string) {
 		c := condition.Get(p.Status.Conditions, "InUse")
-		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, claimKey), describe(p.Status.Conditions, "InUse")
+		return c != nil && c.Status == metav1.ConditionTrue, describe(p.Status.Conditions, "InUse")
 	})
 	waitEvent(t, e, "default", used, "InUse")
 
@@ -281,7 +281,7 @@ func testInUse(t *testing.T, e *env) {
 	}
 	waitFor(t, e, "PodNetwork "+used+" deletion blocked", e.podNetwork(t, used), func(p *multinetworkv1.PodNetwork) (bool, string) {
 		c := condition.Get(p.Status.Conditions, "InUse")
-		return p.DeletionTimestamp != nil && c != nil && strings.Contains(c.Message, "deletion waits"), describe(p.Status.Conditions, "InUse")
+		return p.DeletionTimestamp != nil && c != nil && strings.Contains(c.Message, "deletion waits") && strings.Contains(c.Message, claimKey), describe(p.Status.Conditions, "InUse")
 	})
 	waitEvent(t, e, "default", used, podnetwork.EventDeletionBlocked)
 	// The foreign driver's entry does not make the other network used.
@@ -307,7 +307,7 @@ func testInUse(t *testing.T, e *env) {
 	}, func(gone bool) (bool, string) { return gone, "still there" })
 }
 
-func testClusterNetwork(t *testing.T, e *env) {
+func testClusterNetwork(t *testing.T, e *env, rc *rest.Config) {
 	cnName := e.name("cn")
 	hostname := e.node
 	if n, err := e.kube.CoreV1().Nodes().Get(e.ctx, e.node, metav1.GetOptions{}); err == nil && n.Labels["kubernetes.io/hostname"] != "" {
@@ -389,6 +389,7 @@ func testClusterNetwork(t *testing.T, e *env) {
 		t.Errorf("rendered config %s", n.Status.Config.Raw)
 	}
 	testNetworkLetIn(t, e, cnName, getNet)
+	testNetworkInUse(t, e, rc, netName, 4242)
 
 	// The node stops matching: its NodeNetwork and label go.
 	if _, err := e.nc.NetclassV1alpha1().ClusterNetworks().Patch(e.ctx, cnName, types.MergePatchType,

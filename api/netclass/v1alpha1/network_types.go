@@ -42,6 +42,19 @@ const (
 	ReasonSegmentHeld    = "SegmentHeld"
 )
 
+// The InUse condition of a Network, written by netclass-controller: True
+// (reason InUse) while a ResourceClaim of its namespace is allocated one of
+// its devices, the message naming the claims; False (reason NotInUse)
+// otherwise. netclass-controller holds the finalizer netclass.dev/in-use
+// (contract.FinalizerInUse) on every Network and removes it on deletion only
+// once InUse is False: until then the Network keeps its segment, which no
+// other Network can take while pods are attached to it.
+const (
+	ConditionInUse = "InUse"
+	ReasonInUse    = "InUse"
+	ReasonNotInUse = "NotInUse"
+)
+
 // Network is a VLAN (vlanId) or VXLAN (vni) segment under a ClusterNetwork,
 // usable by the pods of its namespace. netclass-controller renders it into a
 // netclass-vlan or netclass-vxlan plugin config, published in its status.
@@ -55,6 +68,7 @@ const (
 // +kubebuilder:printcolumn:name="VLAN",type=integer,JSONPath=`.spec.vlanId`
 // +kubebuilder:printcolumn:name="VNI",type=integer,JSONPath=`.spec.vni`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="InUse",type=string,JSONPath=`.status.conditions[?(@.type=="InUse")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Network struct {

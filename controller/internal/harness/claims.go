@@ -27,7 +27,9 @@ func Device(name string, attrs map[string]string) resourceapi.Device {
 type Result struct{ Driver, Pool, Device string }
 
 // Alloc is the allocated device of driver's pool.
-func Alloc(driver, pool, device string) Result { return Result{Driver: driver, Pool: pool, Device: device} }
+func Alloc(driver, pool, device string) Result {
+	return Result{Driver: driver, Pool: pool, Device: device}
+}
 
 // Claim is a ResourceClaim of namespace "ns", allocated results (unallocated if nil), with
 // the status entries.

@@ -1,0 +1,83 @@
+package network
+
+import (
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
+	"github.com/netclass-dev/netclass/controller/condition"
+	"github.com/netclass-dev/netclass/controller/usage"
+)
+
+// EventDeletionBlocked is emitted while a deleted Network waits for its claims.
+const EventDeletionBlocked = "DeletionBlocked"
+
+// InUseCondition computes a Network's InUse condition from the claims using it.
+func InUseCondition(users []string, deleting bool) metav1.Condition {
+	inUse, msg := usage.InUse(users, deleting)
+	if !inUse {
+		return condition.New(netclassv1alpha1.ConditionInUse, metav1.ConditionFalse, netclassv1alpha1.ReasonNotInUse, msg)
+	}
+	return condition.New(netclassv1alpha1.ConditionInUse, metav1.ConditionTrue, netclassv1alpha1.ReasonInUse, msg)
+}
+
+// users returns the claims of the Network's namespace that use it: netclass-dra attaches a
+// namespaced network only to pods of its namespace (and refuses other claims at Prepare).
+func (c *Controller) users(net *netclassv1alpha1.Network) ([]string, error) {
+	claims, err := c.claims.ResourceClaims(net.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list resource claims of namespace %s: %w", net.Namespace, err)
+	}
+	return usage.Users(claims, c.devices())[usage.Network{Namespace: net.Namespace, Name: net.Name}], nil
+}
+
+func (c *Controller) devices() usage.Devices {
+	all, err := c.slices.List(labels.Everything())
+	if err != nil {
+		return usage.Devices{}
+	}
+	return usage.SliceDevices(all)
+}
+
+// claimKeys: the Networks a claim uses (the old object of an update comes here too, so a
+// claim that stopped using one names it), and the Networks of its namespace being deleted.
+func (c *Controller) claimKeys(obj any) []string {
+	claim, ok := obj.(*resourceapi.ResourceClaim)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, n := range usage.ClaimNetworks(claim, c.devices()) {
+		if n.Namespace != "" {
+			keys = append(keys, n.String())
+		}
+	}
+	nets, err := c.networks.Networks(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return keys
+	}
+	for _, n := range nets {
+		if n.DeletionTimestamp != nil {
+			keys = append(keys, n.Namespace+"/"+n.Name)
+		}
+	}
+	return keys
+}
+
+// sliceKeys: the Networks the slice's netclass.dev devices name.
+func (c *Controller) sliceKeys(obj any) []string {
+	s, ok := obj.(*resourceapi.ResourceSlice)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, n := range usage.SliceDevices([]*resourceapi.ResourceSlice{s}) {
+		if n.Namespace != "" {
+			keys = append(keys, n.String())
+		}
+	}
+	return keys
+}
