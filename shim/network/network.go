@@ -103,7 +103,17 @@ const (
 	ReasonSegmentConflict   = ncv1.ReasonSegmentConflict
 	ReasonNoClusterNetwork  = ncv1.ReasonClusterNetworkNotFound
 	ReasonNotAllowed        = ncv1.ReasonNotAllowed
+	ReasonDeleting          = "Deleting"
 )
+
+// deleting skips an object being deleted: its finalizer (contract.FinalizerInUse) keeps it,
+// and its segment, while claims use it, but no new attachment is made to it.
+func deleting(ref attachment.NetworkRef, obj metav1.Object) *Skip {
+	if obj.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	return &Skip{Ref: ref, Reason: ReasonDeleting, Message: "the object is being deleted; it stays while ResourceClaims use it"}
+}
 
 // mainParams is what netclass reads from a main-plugin configuration.
 type mainParams struct {
@@ -127,6 +137,9 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork, node *netspec.Node) (Netw
 		return skip(ReasonOtherProvider, "provider is %q", pn.Spec.Provider)
 	case !pn.Spec.Enabled:
 		return skip(ReasonDisabled, "spec.enabled is false")
+	}
+	if s := deleting(ref, pn); s != nil {
+		return Network{}, s
 	}
 	if s := readiness(ref, pn.Status.Conditions, pn.Generation); s != nil {
 		return Network{}, s
@@ -156,6 +169,9 @@ func FromPodNetwork(class string, pn *mnv1.PodNetwork, node *netspec.Node) (Netw
 // namespace's labels from ns) is not offered, whatever its status says.
 func FromNetwork(class string, n *ncv1.Network, cn *ncv1.ClusterNetwork, nodeNet *ncv1.NodeNetwork, index int, ns netspec.NamespaceLabels) (Network, *Skip) {
 	ref := refOf(class, NetworkGVK.Group, NetworkGVK.Version, NetworkGVK.Kind, n.Namespace, n.Name)
+	if s := deleting(ref, n); s != nil {
+		return Network{}, s
+	}
 	if s := readiness(ref, n.Status.Conditions, n.Generation); s != nil {
 		return Network{}, s
 	}

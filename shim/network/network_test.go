@@ -467,3 +467,44 @@ func TestCollectOnNodes(t *testing.T) {
 		}
 	}
 }
+
+// A network object being deleted is not offered, but keeps its segment until it is gone:
+// a younger Network of another namespace on its VNI is not offered either.
+func TestCollectDeleting(t *testing.T) {
+	gone := metav1.NewTime(time.Unix(30, 0))
+	red := network("tenant-a", "red", "overlay", "") // VNI 100, Ready
+	red.CreationTimestamp, red.DeletionTimestamp = metav1.NewTime(time.Unix(10, 0)), &gone
+	late := network("tenant-b", "late", "overlay", "")
+	late.CreationTimestamp = metav1.NewTime(time.Unix(20, 0))
+	objs := fakeObjects{
+		classes: []*mnv1.NetworkClass{
+			class("netclass", "multinetwork.networking.k8s.io", "v1", "PodNetwork"),
+			class("nets", "netclass.dev", "v1alpha1", "Network"),
+		},
+		pns:      []*mnv1.PodNetwork{podNetwork("blue", bridgeParams, func(p *mnv1.PodNetwork) { p.DeletionTimestamp = &gone })},
+		nets:     []*ncv1.Network{red, late},
+		cns:      []*ncv1.ClusterNetwork{clusterNetwork("overlay")},
+		nodeNets: []*ncv1.NodeNetwork{nodeNetwork("overlay", metav1.ConditionTrue)},
+		nodes:    []*corev1.Node{node("node", "10.252.0.1", "0")},
+	}
+	nets, skips, err := Collect(objs, links{}, "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nets) != 0 {
+		t.Fatalf("offered %v", nets)
+	}
+	reasons := map[string]string{}
+	for _, s := range skips {
+		reasons[s.Ref.Name] = s.Reason + ": " + s.Message
+	}
+	for name, want := range map[string]string{
+		"blue": "Deleting: ",
+		"red":  "Deleting: ",
+		"late": "SegmentConflict: VNI 100 is already used by a Network of another namespace",
+	} {
+		if !strings.HasPrefix(reasons[name], want) {
+			t.Errorf("%s: %q, want %q", name, reasons[name], want)
+		}
+	}
+}
