@@ -72,16 +72,18 @@ type portChange struct {
 	want     *portObjects
 	ch       *changes
 	del, add map[string][]nftables.SetElement
+	// fromPrev: computed from the port's last rendering, not from the kernel.
+	fromPrev bool
 }
 
 // change computes one port's differences, reading the rules of the chains
 // that change when prev stood for them.
 func (s *sharedTable) change(c *nftables.Conn, st *sharedState, port string, want, prev *portObjects) (portChange, error) {
-	got, err := s.holds(c, st, port, prev)
+	got, fromPrev, err := s.holds(c, st, port, prev)
 	if err != nil {
 		return portChange{}, err
 	}
-	pc := portChange{port: port, want: want, ch: diff(got, want.rs)}
+	pc := portChange{port: port, want: want, ch: diff(got, want.rs), fromPrev: fromPrev}
 	if err := pc.ch.readHeld(c, s.table, want.rs); err != nil {
 		return portChange{}, err
 	}
@@ -185,8 +187,12 @@ func (s *sharedTable) commit(c *nftables.Conn, st *sharedState, wants map[string
 	if err == nil {
 		err = c.Flush()
 	}
-	if err != nil && len(pending) > 1 {
-		for _, pc := range pending { // each on its own, the state read again
+	// Each on its own, the state read again: one port's failure holds up no
+	// other, and a port whose last rendering no longer stands for what the
+	// kernel holds (another writer changed it, or a sync failed half-way
+	// through the node's two tables) is brought to what it is to be at once.
+	if err != nil && (len(pending) > 1 || pending[0].fromPrev) {
+		for _, pc := range pending {
 			out[pc.port] = s.sync(c, map[string]*portObjects{pc.port: wants[pc.port]})[pc.port]
 		}
 		return
@@ -224,7 +230,7 @@ func (s *sharedTable) queueChange(c *nftables.Conn, pc portChange) error {
 // holds is what the port holds: prev's rendering when given (the chains
 // and sets the table lists for the port must be exactly prev's, or it is
 // read), else read from the kernel.
-func (s *sharedTable) holds(c *nftables.Conn, st *sharedState, port string, prev *portObjects) (owned, error) {
+func (s *sharedTable) holds(c *nftables.Conn, st *sharedState, port string, prev *portObjects) (owned, bool, error) {
 	if prev != nil && prev.names(st, port) {
 		o := owned{chains: map[string][][]expr.Any{}, sets: map[string][]nftables.SetElement{}}
 		for _, ch := range prev.rs.chains {
@@ -233,9 +239,10 @@ func (s *sharedTable) holds(c *nftables.Conn, st *sharedState, port string, prev
 		for _, set := range prev.rs.sets {
 			o.sets[set.set.Name] = set.elements
 		}
-		return o, nil
+		return o, true, nil
 	}
-	return readOwned(c, s.table, st.chains[port], st.sets[port])
+	o, err := readOwned(c, s.table, st.chains[port], st.sets[port])
+	return o, false, err
 }
 
 // names reports whether the table lists exactly the port's chains and sets
