@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/skel"
@@ -191,8 +193,14 @@ func (c *call) staticAsked() (map[string]string, error) {
 		}
 	}
 	for key, cniArg := range map[string]string{"mac": "MAC", "ips": "IP"} {
-		note(key, "runtimeConfig."+key, c.conf.RuntimeConfig[key])
-		note(key, "args.cni."+key, args.CNI[key])
+		// The plugins and IPAM plugins decode these objects with
+		// encoding/json, whose field names match in any case ("MAC", "IPs").
+		for _, k := range foldedKeys(c.conf.RuntimeConfig, key) {
+			note(key, "runtimeConfig."+k, c.conf.RuntimeConfig[k])
+		}
+		for _, k := range foldedKeys(args.CNI, key) {
+			note(key, "args.cni."+k, args.CNI[k])
+		}
 		for _, kv := range c.rt.Args {
 			if kv[0] == cniArg {
 				note(key, "CNI_ARGS "+cniArg, kv[1])
@@ -200,6 +208,18 @@ func (c *call) staticAsked() (map[string]string, error) {
 		}
 	}
 	return asked, nil
+}
+
+// foldedKeys returns the keys of m equal to key under case folding, sorted.
+func foldedKeys(m map[string]any, key string) []string {
+	var out []string
+	for k := range m {
+		if strings.EqualFold(k, key) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // empty reports whether a runtimeConfig value asks for nothing (absent,

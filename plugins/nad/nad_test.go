@@ -196,10 +196,12 @@ func TestStaticAddressesOnlyWhereAllowed(t *testing.T) {
 	b := newBedWith(t, nil)
 	const mac = "02:00:00:00:00:09"
 	calls := map[string]cnitest.Call{}
-	for field, v := range map[string]map[string]any{"runtimeConfig.mac": {"mac": mac}, "runtimeConfig.ips": {"ips": []string{"10.77.0.9/24"}}} {
+	for field, v := range map[string]map[string]any{"runtimeConfig.mac": {"mac": mac}, "runtimeConfig.ips": {"ips": []string{"10.77.0.9/24"}},
+		"runtimeConfig.Mac": {"Mac": mac}} {
 		calls[field] = bluePod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "runtimeConfig", v))
 	}
-	for field, v := range map[string]map[string]any{"args.cni.mac": {"mac": mac}, "args.cni.ips": {"ips": []string{"10.77.0.9/24"}}} {
+	for field, v := range map[string]map[string]any{"args.cni.mac": {"mac": mac}, "args.cni.ips": {"ips": []string{"10.77.0.9/24"}},
+		"args.cni.MAC": {"MAC": mac}, "args.cni.IPs": {"IPs": []string{"10.77.0.9/24"}}} { // encoding/json matches names in any case
 		calls[field] = bluePod(t).Call("netclass-nad", "ADD", "net1", cnitest.WithField(t, b.conf, "args", map[string]any{"cni": v}))
 	}
 	for field, arg := range map[string]string{"CNI_ARGS MAC": "MAC=" + mac, "CNI_ARGS IP": "IP=10.77.0.9"} {
