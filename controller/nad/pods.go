@@ -33,8 +33,11 @@ func podInformer(kubeInf informers.SharedInformerFactory) (cache.SharedIndexInfo
 	return inf, nil
 }
 
-// cutPod keeps of a pod its identity, network selection annotation and
-// phase. Anything else (a deletion marker) passes unchanged.
+// cutPod keeps of a pod its identity, phase and the NADs its network
+// selection annotation names (Names, at most MaxNames, in Multus's short form
+// "<namespace>/<name>,…": the annotation is its users' and may hold a quarter
+// of a megabyte, for every pod of the cluster). Anything else (a deletion
+// marker) passes unchanged.
 func cutPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -43,7 +46,7 @@ func cutPod(obj any) (any, error) {
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
 		ResourceVersion: p.ResourceVersion}, Status: corev1.PodStatus{Phase: p.Status.Phase}}
 	if v, ok := p.Annotations[AnnotationNetworks]; ok {
-		out.Annotations = map[string]string{AnnotationNetworks: v}
+		out.Annotations = map[string]string{AnnotationNetworks: strings.Join(Names(p.Namespace, v), ",")}
 	}
 	return out, nil
 }

@@ -1,7 +1,9 @@
 package nad
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,9 +46,20 @@ func TestCutPod(t *testing.T) {
 	got, err := cutPod(pod("games", "storage", corev1.PodRunning))
 	p := got.(*corev1.Pod)
 	if err != nil || p.Name != "p" || p.Namespace != "games" || p.UID != "u" || p.ResourceVersion != "7" ||
-		p.Status.Phase != corev1.PodRunning || len(p.Annotations) != 1 || p.Annotations[AnnotationNetworks] != "storage" ||
+		p.Status.Phase != corev1.PodRunning || len(p.Annotations) != 1 || p.Annotations[AnnotationNetworks] != "games/storage" ||
 		p.Labels != nil || p.Spec.NodeName != "" {
 		t.Errorf("cut %+v %v", p, err)
+	}
+	// The cache keeps the NADs named, not what the pod wrote.
+	long := `[{"name":"storage","namespace":"infra","interface":"` + strings.Repeat("x", 200_000) + `"}`
+	for i := range 1000 {
+		long += fmt.Sprintf(`,{"name":"n%d"}`, i)
+	}
+	long += "]"
+	cut, _ := cutPod(pod("games", long, corev1.PodRunning))
+	kept := cut.(*corev1.Pod).Annotations[AnnotationNetworks]
+	if got, _ := podNADs(cut); len(kept) > 64*20 || len(got) != MaxNames || got[0] != "games/n0" || !slices.Contains(got, "infra/storage") {
+		t.Errorf("a long annotation kept as %d bytes, naming %d NADs (%.3v)", len(kept), len(got), got)
 	}
 	if got, _ := cutPod(pod("games", "", corev1.PodRunning)); got.(*corev1.Pod).Annotations != nil {
 		t.Errorf("annotations kept: %v", got.(*corev1.Pod).Annotations)
