@@ -15,14 +15,18 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/conf/nadfile"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/kernel/link"
 	"github.com/netclass-dev/netclass/plugins/kernel/netns"
 	"github.com/netclass-dev/netclass/plugins/qosport"
+	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/multus"
+	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/ruleagent"
 	"github.com/netclass-dev/netclass/shim/sandboxes"
 )
@@ -70,7 +74,32 @@ func (s *foreignSource) list(ctx context.Context) []ruleagent.ForeignAttachment 
 	if s.unnamed != nil {
 		s.unnamed.observe(waiting)
 	}
+	for i := range out {
+		if !out[i].Unnamed {
+			out[i].Backing = s.backing(out[i].NAD)
+		}
+	}
 	return out
+}
+
+// backing is the network object a NAD netclass-controller generated stands
+// for (nil: another NAD). mismatch checked that the interface was made on
+// that network's CNI list.
+func (s *foreignSource) backing(nad types.NamespacedName) *attachment.NetworkRef {
+	e, _ := s.nads.entry(nad.Namespace, nad.Name)
+	if e == nil {
+		return nil
+	}
+	net, ok := e.generated()
+	if !ok {
+		return nil
+	}
+	ref, err := nadfile.ParseRef(contract.NADNetworkAnnotation, net)
+	if err != nil {
+		return nil
+	}
+	r := network.BackingRef(ref.Namespace, ref.Name)
+	return &r
 }
 
 // mismatch says why the NAD a network-status names is not the one the

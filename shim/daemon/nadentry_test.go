@@ -133,7 +133,10 @@ func TestMadeOnOf(t *testing.T) {
 // The NAD cache, filled from the API as an informer is, answers lookups
 // with nadEntry.
 func TestNADCache(t *testing.T) {
-	client := nadClient(t, nadObject("t1", "hand", nil, nil, `{"cniVersion":"1.0.0","name":"blue","type":"netclass-bridge"}`))
+	mark := map[string]string{contract.NADManagedByLabel: contract.Provider}
+	client := nadClient(t, nadObject("t1", "hand", nil, nil, `{"cniVersion":"1.0.0","name":"blue","type":"netclass-bridge"}`),
+		nadObject("t1", "storage", mark, map[string]string{contract.NADNetworkAnnotation: "storage"}, `{"type":"netclass-nad","network":"storage"}`),
+		nadObject("t1", "vx", mark, map[string]string{contract.NADNetworkAnnotation: "t1/vx"}, `{"type":"netclass-nad","network":"t1/vx"}`))
 	fac, lister, err := nadCache(client)
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +160,14 @@ func TestNADCache(t *testing.T) {
 	}
 	if _, cached := (&nadLookup{}).entry("t1", "hand"); cached {
 		t.Error("a lookup without a cache says it has one")
+	}
+	// A generated NAD's attachments are on the network it stands for.
+	src := &foreignSource{nads: l}
+	for nad, want := range map[string]string{"storage": "PodNetwork storage", "vx": "Network t1/vx", "hand": "", "absent": ""} {
+		got := src.backing(types.NamespacedName{Namespace: "t1", Name: nad})
+		if (got == nil) != (want == "") || got != nil && got.Kind+" "+strings.TrimPrefix(got.Namespace+"/", "/")+got.Name != want {
+			t.Errorf("NAD t1/%s stands for %+v, want %q", nad, got, want)
+		}
 	}
 }
 

@@ -78,6 +78,11 @@ func TestForNetwork(t *testing.T) {
 	nad := func(ns, name string) network.Network {
 		return network.FromNAD(types.NamespacedName{Namespace: ns, Name: name})
 	}
+	generated := func(n network.Network, backingNS, backing string) network.Network {
+		ref := network.BackingRef(backingNS, backing)
+		n.Backing = &ref
+		return n
+	}
 	tests := []struct {
 		policyFor string
 		net       network.Network
@@ -100,6 +105,11 @@ func TestForNetwork(t *testing.T) {
 		{"t1/nad", nad("t2", "nad"), false},
 		{"t1/nad", net("t1", "nad"), true}, // a Network of that name is still the Network
 		{"t1/red", nad("t1", "blue"), false},
+		// netclass-controller's NAD (of any namespace) is on the network behind it
+		{"storage", generated(nad("t2", "storage"), "", "storage"), true},
+		{"t1/vx", generated(nad("t1", "vx"), "t1", "vx"), true},
+		{"vx", generated(nad("t2", "vx"), "t2", "vx"), false}, // a bare name: of the policy's namespace
+		{"other", generated(nad("t2", "storage"), "", "storage"), false},
 	}
 	for _, tc := range tests {
 		names, _ := ParsePolicyFor(tc.policyFor)

@@ -18,6 +18,12 @@ func TestScopeNamesNADs(t *testing.T) {
 	nad := func(ns, name string) network.Network {
 		return network.FromNAD(types.NamespacedName{Namespace: ns, Name: name})
 	}
+	generated := func(ns, name, backingNS, backing string) network.Network {
+		n := nad(ns, name)
+		ref := network.BackingRef(backingNS, backing)
+		n.Backing = &ref
+		return n
+	}
 	for _, tc := range []struct {
 		annotation string // "-": none
 		net        network.Network
@@ -29,6 +35,12 @@ func TestScopeNamesNADs(t *testing.T) {
 		{"t1/nad", nad("t2", "nad"), false},
 		{"nad", nad("t1", "nad"), false}, // a bare name is a PodNetwork's
 		{"-", nad("t1", "nad"), true},
+		// A NAD netclass-controller generated is on its network: another
+		// namespace's NAD of PodNetwork storage is storage too.
+		{"storage", generated("t2", "storage", "", "storage"), true},
+		{"storage", generated("t2", "storage", "t2", "storage"), false},
+		{"t2/vx", generated("t2", "vx", "t2", "vx"), true},
+		{"other", generated("t2", "storage", "", "storage"), false},
 	} {
 		p := policy("scoped", func(p *networkingv1.NetworkPolicy) {
 			if tc.annotation != "-" {

@@ -66,12 +66,20 @@ func scopeError(p *networkingv1.NetworkPolicy, known func(entry string) bool) er
 	return &RuleError{Namespace: p.Namespace, Name: p.Name, Path: ScopePath, Err: errors.New(strings.Join(bad, "; "))}
 }
 
-// onNetwork applies a NetworkPolicy's optional scoping annotation.
+// onNetwork applies a NetworkPolicy's optional scoping annotation. An
+// attachment through a NAD netclass-controller generated is on the network
+// behind it too: naming that network covers it, whichever namespace's NAD
+// the pod named.
 func onNetwork(p *networkingv1.NetworkPolicy, n network.Network) bool {
 	list, ok := p.Annotations[contract.AnnotationPolicyNetworks]
 	if !ok {
 		return true
 	}
+	return scopeNames(list, n) || n.Backing != nil && scopeNames(list, network.Network{Ref: *n.Backing})
+}
+
+// scopeNames reports whether an entry of the scoping annotation names n.
+func scopeNames(list string, n network.Network) bool {
 	for _, entry := range strings.Split(list, ",") {
 		entry = strings.TrimSpace(entry)
 		ns, name, namespaced := strings.Cut(entry, "/")

@@ -26,3 +26,13 @@ func FromNAD(nad types.NamespacedName) Network {
 func (n Network) IsNAD() bool {
 	return n.Ref.Kind == MultusNADGVK.Kind && n.Ref.Group == MultusNADGVK.Group
 }
+
+// BackingRef names the network object of a generated NAD's
+// netclass.dev/network annotation: "<namespace>/<name>" a Network, "<name>"
+// a PodNetwork.
+func BackingRef(namespace, name string) attachment.NetworkRef {
+	if namespace == "" {
+		return attachment.NetworkRef{Group: PodNetworkGVK.Group, Version: PodNetworkGVK.Version, Kind: PodNetworkGVK.Kind, Name: name}
+	}
+	return attachment.NetworkRef{Group: NetworkGVK.Group, Version: NetworkGVK.Version, Kind: NetworkGVK.Kind, Namespace: namespace, Name: name}
+}

@@ -67,6 +67,11 @@ type Network struct {
 	// StatusIgnored says why the object's status.config, which is not what
 	// this node runs, differs from what the node rendered ("" when equal).
 	StatusIgnored string
+	// Backing is, for a NetworkAttachmentDefinition netclass-controller
+	// generated (FromNAD), the network object it stands for: the
+	// attachments made through the NAD are on that network, and a policy
+	// scope naming it covers them (nil otherwise).
+	Backing *attachment.NetworkRef
 
 	holder netspec.Holder
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/netclass-dev/netclass/conf/qos"
+	"github.com/netclass-dev/netclass/shim/attachment"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 	"github.com/netclass-dev/netclass/shim/network"
 	"github.com/netclass-dev/netclass/shim/render"
@@ -58,10 +59,18 @@ type ForeignAttachment struct {
 	// configuration, cnitool in the pod's namespace; or the pod no longer
 	// asks Multus for it), so nothing waits for its network-status.
 	NotMultus bool
+	// Backing is the network object NAD stands for when netclass-controller
+	// generated it (nil otherwise; network.Network.Backing).
+	Backing *attachment.NetworkRef
 }
 
-// Network is the attachment's network: its NetworkAttachmentDefinition's.
-func (f ForeignAttachment) Network() network.Network { return network.FromNAD(f.NAD) }
+// Network is the attachment's network: its NetworkAttachmentDefinition's,
+// with the network object behind a generated one.
+func (f ForeignAttachment) Network() network.Network {
+	n := network.FromNAD(f.NAD)
+	n.Backing = f.Backing
+	return n
+}
 
 // Foreign makes the agent cover the foreign attachments of the node. Build
 // it with NewForeign.
