@@ -25,6 +25,9 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if err := c.podMayUse(); err != nil {
 		return err
 	}
+	if err := c.underLimit(); err != nil {
+		return err
+	}
 	list, err := c.current()
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package nad_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/nadfile"
 	"github.com/netclass-dev/netclass/plugins/attach"
 	"github.com/netclass-dev/netclass/plugins/bridgeport"
+	"github.com/netclass-dev/netclass/plugins/nad"
 	"github.com/netclass-dev/netclass/test/cnitest"
 	"github.com/netclass-dev/netclass/test/traffic"
 )
@@ -280,5 +282,29 @@ func wantRecordedNAD(t *testing.T, dir, containerID, nad string) {
 	}
 	if got := nadfile.NADOf(r.Config); got != nad {
 		t.Errorf("record of %s names NAD %q, want %q (config %s)", containerID, got, nad, r.Config)
+	}
+}
+
+// One sandbox gets at most nad.MaxPerSandbox interfaces through netclass-nad,
+// however many times its pod names a NAD; one goes, another may come.
+func TestInterfacesPerSandboxBounded(t *testing.T) {
+	b := newBed(t)
+	p := bluePod(t)
+	for i := 1; i <= nad.MaxPerSandbox; i++ {
+		if _, err := b.h.Exec(p.Call("netclass-nad", "ADD", fmt.Sprintf("net%d", i), b.conf)); err != nil {
+			t.Fatalf("ADD net%d: %v", i, err)
+		}
+	}
+	over := fmt.Sprintf("net%d", nad.MaxPerSandbox+1)
+	_, err := b.h.Exec(p.Call("netclass-nad", "ADD", over, b.conf))
+	wantCode(t, "one interface too many", err, 7, fmt.Sprintf("the pod has %d interfaces through netclass's NADs already", nad.MaxPerSandbox))
+	if _, err := b.h.Exec(bluePod(t).Call("netclass-nad", "ADD", "net1", b.conf)); err != nil {
+		t.Errorf("another pod's ADD: %v", err)
+	}
+	if _, err := b.h.Exec(p.Call("netclass-nad", "DEL", "net1", b.conf)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.h.Exec(p.Call("netclass-nad", "ADD", over, b.conf)); err != nil {
+		t.Errorf("ADD after a DEL: %v", err)
 	}
 }
