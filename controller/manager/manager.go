@@ -281,7 +281,13 @@ func build(cl clients, kubeInf informers.SharedInformerFactory, ncInf ncinformer
 		}
 		recs = append(recs, r)
 	}
-	add(podnetwork.New(cl.nc, ncInf, kubeInf, cl.recorder))
+	// A deleted network waits for its generated NADs, which wait for their pods.
+	generated := nad.NewGenerated()
+	pn, err := podnetwork.New(cl.nc, ncInf, kubeInf, cl.recorder)
+	if err == nil {
+		pn.WaitForNADs(generated)
+	}
+	add(pn, err)
 	nc, err := networkclass.New(cl.nc, cl.kube.Discovery(), ncInf, cl.recorder)
 	if err == nil {
 		nc.Recheck = opts.NetworkClassRecheck
@@ -289,9 +295,13 @@ func build(cl clients, kubeInf informers.SharedInformerFactory, ncInf ncinformer
 	add(nc, err)
 	add(clusternetwork.New(cl.nc, cl.kube, ncInf, kubeInf, cl.recorder))
 	add(nodeindex.New(cl.kube, kubeInf, cl.recorder))
-	add(network.New(cl.nc, ncInf, kubeInf, cl.recorder))
+	net, err := network.New(cl.nc, ncInf, kubeInf, cl.recorder)
+	if err == nil {
+		net.WaitForNADs(generated)
+	}
+	add(net, err)
 	add(networkqos.New(cl.nc, ncInf, cl.recorder))
-	nads, err := nad.New(cl.dyn, cl.kube.Discovery(), kubeInf, ncInf, cl.recorder)
+	nads, err := nad.New(cl.dyn, cl.kube.Discovery(), kubeInf, ncInf, cl.recorder, generated)
 	if err == nil && opts.NADRecheck > 0 {
 		nads.Recheck = opts.NADRecheck
 	}

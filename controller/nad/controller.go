@@ -64,11 +64,15 @@ type Controller struct {
 	namespaces corelisters.NamespaceLister
 	// deleting are the deleting generated NADs of the last sync.
 	deleting *deletingNADs
+	// generated is told every sync's generated NADs, by network (nil: nobody
+	// asks).
+	generated *Generated
 }
 
 // New wires the controller to the Network, PodNetwork and pod informers;
-// the factories must be started by the caller.
-func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kubeInf informers.SharedInformerFactory, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+// the factories must be started by the caller. generated (nil: none) is
+// told what each sync finds.
+func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kubeInf informers.SharedInformerFactory, nc ncinformers.SharedInformerFactory, recorder record.EventRecorder, generated *Generated) (*Controller, error) {
 	netInf := nc.Netclass().V1alpha1().Networks()
 	pnInf := nc.Multinetwork().V1().PodNetworks()
 	podInf, err := podInformer(kubeInf)
@@ -78,7 +82,7 @@ func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, kubeInf infor
 	nsInf := kubeInf.Core().V1().Namespaces()
 	c := &Controller{dyn: dyn, disc: disc, networks: netInf.Lister(), podNetworks: pnInf.Lister(),
 		recorder: recorder, Recheck: DefaultRecheck, trigger: make(chan struct{}, 1),
-		pods: podInf.GetIndexer(), namespaces: nsInf.Lister(), deleting: &deletingNADs{}}
+		pods: podInf.GetIndexer(), namespaces: nsInf.Lister(), deleting: &deletingNADs{}, generated: generated}
 	poke := func(any) { c.Trigger() }
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
 		netInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke},
@@ -205,6 +209,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 		c.served = &served
 	}
 	if !served {
+		c.found(nil)
 		return nil
 	}
 	nets, err := c.networks.List(labels.Everything())
@@ -225,6 +230,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 		return fmt.Errorf("list generated NetworkAttachmentDefinitions: %w", err)
 	}
 	owned, deleting := ownedNADs(have.Items, want)
+	c.found(owned)
 	// before any finalizer is looked at: a pod going meanwhile asks again
 	c.deleting.set(deleting)
 	var errs []error
@@ -237,6 +243,18 @@ func (c *Controller) Sync(ctx context.Context) error {
 		errs = append(errs, c.ensure(ctx, d, owned[key]))
 	}
 	return errors.Join(errs...)
+}
+
+// found tells generated the generated NADs there are, by network.
+func (c *Controller) found(owned map[string]*unstructured.Unstructured) {
+	if c.generated == nil {
+		return
+	}
+	networks := make(map[string]string, len(owned))
+	for key, u := range owned {
+		networks[key] = u.GetAnnotations()[AnnotationNetwork]
+	}
+	c.generated.set(byNetwork(networks))
 }
 
 // ownedNADs are the generated NADs among items by key, and whether each is

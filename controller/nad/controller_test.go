@@ -25,6 +25,7 @@ type env struct {
 	dyn  *dynfake.FakeDynamicClient
 	disc *fakediscovery.FakeDiscovery
 	c    *nad.Controller
+	gen  *nad.Generated
 }
 
 func newEnv(t *testing.T, kubeObjs, ncObjs, nads []runtime.Object) *env {
@@ -39,12 +40,13 @@ func newEnv(t *testing.T, kubeObjs, ncObjs, nads []runtime.Object) *env {
 		}
 	}
 	disc := e.Kube.Discovery().(*fakediscovery.FakeDiscovery)
-	c, err := nad.New(dyn, disc, e.KubeInf, e.NCInf, e.Recorder)
+	gen := nad.NewGenerated()
+	c, err := nad.New(dyn, disc, e.KubeInf, e.NCInf, e.Recorder, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Start(t, c.HasSynced)
-	return &env{Env: e, dyn: dyn, disc: disc, c: c}
+	return &env{Env: e, dyn: dyn, disc: disc, c: c, gen: gen}
 }
 
 func (e *env) serve() {
@@ -106,10 +108,19 @@ func TestSync(t *testing.T) {
 	if got := e.nads(t); !slices.Equal(got, []string{"blue/taken"}) {
 		t.Fatalf("without the CRD: NADs %v", got)
 	}
+	if got, known := e.gen.Of("blue/vx"); !known || len(got) != 0 {
+		t.Errorf("without the CRD, blue/vx's generated NADs: %v (known %v), want none, known", got, known)
+	}
 	e.serve()
 	e.sync(t)
 	if got := e.nads(t); !slices.Equal(got, []string{"blue/taken", "blue/vx", "games/storage", "infra/storage"}) {
 		t.Fatalf("NADs %v", got)
+	}
+	e.sync(t) // the generated NADs as a sync finds them (the one before made them)
+	for network, want := range map[string][]string{"blue/vx": {"blue/vx"}, "storage": {"games/storage", "infra/storage"}, "blue/taken": nil} {
+		if got, _ := e.gen.Of(network); !slices.Equal(got, want) {
+			t.Errorf("generated NADs of %s: %v, want %v", network, got, want)
+		}
 	}
 	vx, err := e.dyn.Resource(nad.GVR).Namespace("blue").Get(e.Ctx, "vx", metav1.GetOptions{})
 	if err != nil {
@@ -156,6 +167,10 @@ func TestSync(t *testing.T) {
 	e.sync(t)
 	if got := e.nads(t); !slices.Equal(got, []string{"blue/taken", "games/storage"}) {
 		t.Errorf("after the Network went: NADs %v", got)
+	}
+	e.sync(t)
+	if got, _ := e.gen.Of("blue/vx"); len(got) != 0 {
+		t.Errorf("generated NADs of the gone Network: %v", got)
 	}
 }
 

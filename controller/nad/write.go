@@ -95,6 +95,7 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured)
 		return fmt.Errorf("release NetworkAttachmentDefinition %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("NetworkAttachmentDefinition released: no pod names it", "nad", klog.KObj(u))
+	c.Trigger() // it goes: the next sync tells its network
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/netclass-dev/netclass/controller/condition"
 	"github.com/netclass-dev/netclass/controller/finalizer"
 	"github.com/netclass-dev/netclass/controller/segment"
+	"github.com/netclass-dev/netclass/controller/usage"
 	"github.com/netclass-dev/netclass/controller/worker"
 )
 
@@ -52,6 +53,7 @@ type Controller struct {
 	slices          resourcelisters.ResourceSliceLister
 	recorder        record.EventRecorder
 	finalizer       finalizer.Writer[*netclassv1alpha1.Network]
+	nads            usage.NADs // nil: generated NADs hold no deletion
 	queue           *worker.Queue
 	synced          []cache.InformerSynced
 }
@@ -235,7 +237,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 		return worker.Result{}, err
 	}
 	deleting := net.DeletionTimestamp != nil
-	if !deleting {
+	if deleting {
+		users = append(users, usage.NADUsers(c.nads, key)...)
+	} else {
 		if net, err = c.finalizer.Ensure(ctx, net, (*netclassv1alpha1.Network).DeepCopy); err != nil {
 			return worker.Result{}, err
 		}

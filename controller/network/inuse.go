@@ -2,6 +2,7 @@ package network
 
 import (
 	"fmt"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +78,37 @@ func (c *Controller) sliceKeys(obj any) []string {
 	for _, n := range usage.SliceDevices([]*resourceapi.ResourceSlice{s}) {
 		if n.Namespace != "" {
 			keys = append(keys, n.String())
+		}
+	}
+	return keys
+}
+
+// WaitForNADs makes a deleted Network wait for its generated NADs too (see
+// usage.NADs); call before Run.
+func (c *Controller) WaitForNADs(nads usage.NADs) {
+	c.nads = nads
+	nads.Notify(func(networks []string) {
+		if networks == nil {
+			networks = c.deletingKeys()
+		}
+		for _, k := range networks {
+			if strings.Contains(k, "/") { // a Network's; a PodNetwork's has no namespace
+				c.queue.Add(k)
+			}
+		}
+	})
+}
+
+// deletingKeys are the keys of the Networks being deleted.
+func (c *Controller) deletingKeys() []string {
+	nets, err := c.networks.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, n := range nets {
+		if n.DeletionTimestamp != nil {
+			keys = append(keys, n.Namespace+"/"+n.Name)
 		}
 	}
 	return keys

@@ -85,3 +85,56 @@ func getNet(t *testing.T, env *harness.Env, ns, name string) *netclassv1alpha1.N
 	}
 	return n
 }
+
+// fakeNADs answers for the generated NADs of networks.
+type fakeNADs struct {
+	known bool
+	nads  map[string][]string
+}
+
+func (f *fakeNADs) Of(network string) ([]string, bool) { return f.nads[network], f.known }
+func (f *fakeNADs) Notify(func([]string))              {}
+
+// A deleted Network no claim uses waits for its generated NAD (a pod
+// attached through it still names it), and for the NADs to be listed at all.
+func TestDeletedNetworkWaitsForItsNAD(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		nads *fakeNADs
+		kept string // "": the finalizer goes
+	}{
+		{"its NAD is there", &fakeNADs{known: true, nads: map[string][]string{"tenant/red": {"tenant/red"}}}, "NetworkAttachmentDefinition tenant/red"},
+		{"not listed yet", &fakeNADs{}, "NetworkAttachmentDefinitions (not listed yet)"},
+		{"no NAD", &fakeNADs{known: true, nads: map[string][]string{"tenant/other": {"tenant/other"}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			red := net("red", "trunk", i32(100), nil)
+			red.Finalizers = []string{contract.FinalizerInUse}
+			red.DeletionTimestamp = &metav1.Time{Time: time.Unix(2000, 0)}
+			env := harness.New(t, nil, []runtime.Object{vlanCN(), red})
+			c, err := network.New(env.NC, env.NCInf, env.KubeInf, env.Recorder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.WaitForNADs(tc.nads)
+			env.Start(t, c.HasSynced)
+			if _, err := c.Reconcile(env.Ctx, "tenant/red"); err != nil {
+				t.Fatal(err)
+			}
+			n, err := env.NC.NetclassV1alpha1().Networks("tenant").Get(env.Ctx, "red", metav1.GetOptions{})
+			if tc.kept == "" {
+				if err == nil && slices.Contains(n.Finalizers, contract.FinalizerInUse) {
+					t.Errorf("finalizer kept: %v", n.Status.Conditions)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			inUse := condition.Get(n.Status.Conditions, netclassv1alpha1.ConditionInUse)
+			if !slices.Contains(n.Finalizers, contract.FinalizerInUse) || inUse == nil || !strings.Contains(inUse.Message, tc.kept) {
+				t.Errorf("finalizers %v, InUse %+v; want kept for %q", n.Finalizers, inUse, tc.kept)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ package podnetwork
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -61,6 +62,7 @@ type Controller struct {
 	slices       resourcelisters.ResourceSliceLister
 	recorder     record.EventRecorder
 	finalizer    finalizer.Writer[*multinetworkv1.PodNetwork]
+	nads         usage.NADs // nil: generated NADs hold no deletion
 	queue        *worker.Queue
 	synced       []cache.InformerSynced
 }
@@ -257,7 +259,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 		return worker.Result{}, err
 	}
 	deleting := pn.DeletionTimestamp != nil
-	if !deleting {
+	if deleting {
+		users = append(users, usage.NADUsers(c.nads, pn.Name)...)
+	} else {
 		if pn, err = c.finalizer.Ensure(ctx, pn, (*multinetworkv1.PodNetwork).DeepCopy); err != nil {
 			return worker.Result{}, err
 		}
@@ -318,4 +322,35 @@ func eventType(ready metav1.Condition) string {
 		return corev1.EventTypeNormal
 	}
 	return corev1.EventTypeWarning
+}
+
+// WaitForNADs makes a deleted PodNetwork wait for its generated NADs too
+// (see usage.NADs); call before Run.
+func (c *Controller) WaitForNADs(nads usage.NADs) {
+	c.nads = nads
+	nads.Notify(func(networks []string) {
+		if networks == nil {
+			networks = c.deletingNames()
+		}
+		for _, n := range networks {
+			if !strings.Contains(n, "/") { // a PodNetwork's; a Network's has a namespace
+				c.queue.Add(n)
+			}
+		}
+	})
+}
+
+// deletingNames are the names of the PodNetworks being deleted.
+func (c *Controller) deletingNames() []string {
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, pn := range pns {
+		if pn.DeletionTimestamp != nil {
+			names = append(names, pn.Name)
+		}
+	}
+	return names
 }

@@ -136,5 +136,34 @@ func InUse(users []string, deleting bool) (bool, string) {
 	if len(users) > maxListed {
 		listed = strings.Join(users[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(users)-maxListed)
 	}
-	return true, fmt.Sprintf("deletion waits until no ResourceClaim uses the network; used by %d: %s", len(users), listed)
+	return true, fmt.Sprintf("deletion waits until no ResourceClaim or generated NetworkAttachmentDefinition uses the network; used by %d: %s", len(users), listed)
+}
+
+// NADs tells which generated NetworkAttachmentDefinitions of a network exist
+// ("<namespace>/<name>" a Network, "<name>" a PodNetwork; controller/nad's
+// Generated). A deleted network's NAD stays while a pod attached through it
+// names it: the network stays too, with its segment.
+type NADs interface {
+	Of(network string) (nads []string, known bool)
+	// Notify registers f, called with the networks whose NADs changed, or
+	// nil for every network.
+	Notify(f func(networks []string))
+}
+
+// NADUsers are what a deleted network's generated NADs count as among its
+// users: each NAD, or one entry saying they are not known yet (nil nads:
+// none counted).
+func NADUsers(nads NADs, network string) []string {
+	if nads == nil {
+		return nil
+	}
+	keys, known := nads.Of(network)
+	if !known {
+		return []string{"NetworkAttachmentDefinitions (not listed yet)"}
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = "NetworkAttachmentDefinition " + k
+	}
+	return out
 }

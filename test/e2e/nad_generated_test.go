@@ -16,11 +16,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	ncv1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/conf/nadfile"
 	"github.com/netclass-dev/netclass/conf/netspec"
 	"github.com/netclass-dev/netclass/controller/nad"
@@ -282,13 +284,29 @@ func genDropNamespace(t *testing.T, e *harness.Env, dyn dynamic.Interface, pn, n
 }
 
 // genDeleteNetwork deletes the Network: its NAD is deleted but stays while
-// pods a and b name it, and goes once they are gone (a's net2 goes with a).
+// pods a and b name it, and goes once they are gone (a's net2 goes with a);
+// the Network, and its VNI, stay while the NAD does.
 func genDeleteNetwork(t *testing.T, e *harness.Env, dyn dynamic.Interface, ns string) {
 	t.Helper()
 	if err := e.NC.NetclassV1alpha1().Networks(ns).Delete(testbed.Context(t, time.Minute), "vx", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "Network vx deleting, held by its NAD", func(ctx context.Context) (bool, string, error) {
+		n, err := e.NC.NetclassV1alpha1().Networks(ns).Get(ctx, "vx", metav1.GetOptions{})
+		if err != nil {
+			return false, "", fmt.Errorf("the Network went while pods attached through its NAD name it: %w", err)
+		}
+		c := meta.FindStatusCondition(n.Status.Conditions, ncv1.ConditionInUse)
+		return n.DeletionTimestamp != nil && c != nil && strings.Contains(c.Message, "NetworkAttachmentDefinition "+ns+"/vx"), fmt.Sprint(c), nil
+	})
 	genReleased(t, e, dyn, ns, "vx", "a", "b")
+	testbed.Poll(t, testbed.Context(t, time.Minute), 200*time.Millisecond, "Network vx gone after its NAD", func(ctx context.Context) (bool, string, error) {
+		_, err := e.NC.NetclassV1alpha1().Networks(ns).Get(ctx, "vx", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "still there", err
+	})
 }
 
 // genReleased: the NAD is being deleted but stays while the pods name it,
