@@ -212,17 +212,9 @@ func (c *Controller) Sync(ctx context.Context) error {
 		c.found(nil)
 		return nil
 	}
-	nets, err := c.networks.List(labels.Everything())
+	want, err := c.want()
 	if err != nil {
-		return fmt.Errorf("list networks: %w", err)
-	}
-	pns, err := c.podNetworks.List(labels.Everything())
-	if err != nil {
-		return fmt.Errorf("list podnetworks: %w", err)
-	}
-	want, problems := Want(nets, pns)
-	for _, p := range problems {
-		c.event(p.Network, EventNotGenerated, p.Message)
+		return err
 	}
 	have, err := c.dyn.Resource(GVR).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy}).String()})
@@ -243,6 +235,24 @@ func (c *Controller) Sync(ctx context.Context) error {
 		errs = append(errs, c.ensure(ctx, d, owned[key]))
 	}
 	return errors.Join(errs...)
+}
+
+// want is the NADs the networks call for (Want); each network that asks for
+// one it cannot get is told.
+func (c *Controller) want() (map[string]Desired, error) {
+	nets, err := c.networks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	pns, err := c.podNetworks.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list podnetworks: %w", err)
+	}
+	want, problems := Want(nets, pns)
+	for _, p := range problems {
+		c.event(p.Network, EventNotGenerated, p.Message)
+	}
+	return want, nil
 }
 
 // found tells generated the generated NADs there are, by network.

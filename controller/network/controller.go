@@ -59,14 +59,14 @@ type Controller struct {
 }
 
 // New wires the controller to the Network, ClusterNetwork, PodNetwork, Namespace,
-// ResourceClaim and ResourceSlice informers; the factories must be started by the caller.
+// ResourceClaim and ResourceSlice informers (claims allocated its devices hold a deleted
+// Network); the factories must be started by the caller.
 func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
 	netInf := nc.Netclass().V1alpha1().Networks()
 	cnInf := nc.Netclass().V1alpha1().ClusterNetworks()
 	pnInf := nc.Multinetwork().V1().PodNetworks()
 	nsInf := kube.Core().V1().Namespaces()
-	claimInf := kube.Resource().V1().ResourceClaims()
-	sliceInf := kube.Resource().V1().ResourceSlices()
+	claimInf, sliceInf := kube.Resource().V1().ResourceClaims(), kube.Resource().V1().ResourceSlices()
 	if err := netInf.Informer().AddIndexers(cache.Indexers{byClusterNetwork: indexNetwork}); err != nil {
 		return nil, fmt.Errorf("network controller: add network index: %w", err)
 	}
@@ -83,9 +83,7 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		claims:          claimInf.Lister(),
 		slices:          sliceInf.Lister(),
 		recorder:        recorder,
-		finalizer: finalizer.Writer[*netclassv1alpha1.Network]{Kind: "network", Recorder: recorder, Update: func(ctx context.Context, n *netclassv1alpha1.Network, o metav1.UpdateOptions) (*netclassv1alpha1.Network, error) {
-			return client.NetclassV1alpha1().Networks(n.Namespace).Update(ctx, n, o)
-		}},
+		finalizer:       finalizerWriter(client, recorder),
 	}
 	c.queue = worker.New(Name, c.Reconcile)
 	synced, err := worker.AddHandlers(
@@ -95,7 +93,6 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 		worker.Handler{Informer: pnInf.Informer(), Handler: worker.MapHandler(c.podNetworkKeys, c.queue)},
 		// A namespace's labels decide whether ClusterNetworks let its Networks in.
 		worker.Handler{Informer: nsInf.Informer(), Handler: worker.LabelsHandler(c.namespaceKeys, c.queue)},
-		// Claims allocated its devices hold a Network's deletion.
 		worker.Handler{Informer: claimInf.Informer(), Handler: worker.MapHandler(c.claimKeys, c.queue)},
 		worker.Handler{Informer: sliceInf.Informer(), Handler: worker.MapHandler(c.sliceKeys, c.queue)},
 	)
@@ -104,6 +101,14 @@ func New(client ncclient.Interface, nc ncinformers.SharedInformerFactory, kube i
 	}
 	c.synced = synced
 	return c, nil
+}
+
+// finalizerWriter writes the finalizer of Networks.
+func finalizerWriter(client ncclient.Interface, recorder record.EventRecorder) finalizer.Writer[*netclassv1alpha1.Network] {
+	update := func(ctx context.Context, n *netclassv1alpha1.Network, o metav1.UpdateOptions) (*netclassv1alpha1.Network, error) {
+		return client.NetclassV1alpha1().Networks(n.Namespace).Update(ctx, n, o)
+	}
+	return finalizer.Writer[*netclassv1alpha1.Network]{Kind: "network", Recorder: recorder, Update: update}
 }
 
 func indexNetwork(obj any) ([]string, error) {
@@ -232,18 +237,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (worker.Result, 
 	if apierrors.IsNotFound(err) {
 		cn = nil
 	}
-	users, err := c.users(net)
+	net, users, err := c.hold(ctx, net)
 	if err != nil {
 		return worker.Result{}, err
 	}
 	deleting := net.DeletionTimestamp != nil
-	if deleting {
-		users = append(users, usage.NADUsers(c.nads, key)...)
-	} else {
-		if net, err = c.finalizer.Ensure(ctx, net, (*netclassv1alpha1.Network).DeepCopy); err != nil {
-			return worker.Result{}, err
-		}
-	}
 	segs := c.segments()
 	holders, err := segs.Overlapping(netspec.NetworkHolder(net, cn, segs.NamespaceLabels()).Segment)
 	if err != nil {

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -23,6 +24,21 @@ func InUseCondition(users []string, deleting bool) metav1.Condition {
 		return condition.New(netclassv1alpha1.ConditionInUse, metav1.ConditionFalse, netclassv1alpha1.ReasonNotInUse, msg)
 	}
 	return condition.New(netclassv1alpha1.ConditionInUse, metav1.ConditionTrue, netclassv1alpha1.ReasonInUse, msg)
+}
+
+// hold returns what uses the Network: its claims and, once it is being
+// deleted, its generated NADs; until then it makes sure the Network holds
+// the finalizer (the object returned is the one written).
+func (c *Controller) hold(ctx context.Context, net *netclassv1alpha1.Network) (*netclassv1alpha1.Network, []string, error) {
+	users, err := c.users(net)
+	if err != nil {
+		return nil, nil, err
+	}
+	if net.DeletionTimestamp != nil {
+		return net, append(users, usage.NADUsers(c.nads, net.Namespace+"/"+net.Name)...), nil
+	}
+	net, err = c.finalizer.Ensure(ctx, net, (*netclassv1alpha1.Network).DeepCopy)
+	return net, users, err
 }
 
 // users returns the claims of the Network's namespace that use it: netclass-dra attaches a
