@@ -3,7 +3,6 @@ package network
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,29 +102,8 @@ func (c *Controller) sliceKeys(obj any) []string {
 // usage.NADs); call before Run.
 func (c *Controller) WaitForNADs(nads usage.NADs) {
 	c.nads = nads
-	nads.Notify(func(networks []string) {
-		if networks == nil {
-			networks = c.deletingKeys()
-		}
-		for _, k := range networks {
-			if strings.Contains(k, "/") { // a Network's; a PodNetwork's has no namespace
-				c.queue.Add(k)
-			}
-		}
-	})
-}
-
-// deletingKeys are the keys of the Networks being deleted.
-func (c *Controller) deletingKeys() []string {
-	nets, err := c.networks.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var keys []string
-	for _, n := range nets {
-		if n.DeletionTimestamp != nil {
-			keys = append(keys, n.Namespace+"/"+n.Name)
-		}
-	}
-	return keys
+	nads.Notify(usage.Requeue(true, func() []string {
+		nets, _ := c.networks.List(labels.Everything())
+		return usage.DeletingKeys(nets)
+	}, c.queue.Add))
 }

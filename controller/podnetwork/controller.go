@@ -8,7 +8,6 @@ package podnetwork
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -328,29 +327,8 @@ func eventType(ready metav1.Condition) string {
 // (see usage.NADs); call before Run.
 func (c *Controller) WaitForNADs(nads usage.NADs) {
 	c.nads = nads
-	nads.Notify(func(networks []string) {
-		if networks == nil {
-			networks = c.deletingNames()
-		}
-		for _, n := range networks {
-			if !strings.Contains(n, "/") { // a PodNetwork's; a Network's has a namespace
-				c.queue.Add(n)
-			}
-		}
-	})
-}
-
-// deletingNames are the names of the PodNetworks being deleted.
-func (c *Controller) deletingNames() []string {
-	pns, err := c.podNetworks.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, pn := range pns {
-		if pn.DeletionTimestamp != nil {
-			names = append(names, pn.Name)
-		}
-	}
-	return names
+	nads.Notify(usage.Requeue(false, func() []string {
+		pns, _ := c.podNetworks.List(labels.Everything())
+		return usage.DeletingKeys(pns)
+	}, c.queue.Add))
 }

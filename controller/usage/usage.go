@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/netclass-dev/netclass/api/contract"
@@ -166,4 +167,33 @@ func NADUsers(nads NADs, network string) []string {
 		out[i] = "NetworkAttachmentDefinition " + k
 	}
 	return out
+}
+
+// Requeue is what a reconciler of one kind (namespaced: Networks, else
+// PodNetworks) registers with NADs.Notify: add queues the networks of its
+// kind among those named, or, when every network may have changed, those
+// deleting returns.
+func Requeue(namespaced bool, deleting func() []string, add func(key string)) func(networks []string) {
+	return func(networks []string) {
+		if networks == nil {
+			networks = deleting()
+		}
+		for _, k := range networks {
+			if strings.Contains(k, "/") == namespaced {
+				add(k)
+			}
+		}
+	}
+}
+
+// DeletingKeys are the keys ("<namespace>/<name>", or "<name>") of the
+// objects being deleted.
+func DeletingKeys[T metav1.Object](objs []T) []string {
+	var keys []string
+	for _, o := range objs {
+		if o.GetDeletionTimestamp() != nil {
+			keys = append(keys, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String())
+		}
+	}
+	return keys
 }

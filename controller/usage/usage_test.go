@@ -1,11 +1,15 @@
 package usage_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	resourceapi "k8s.io/api/resource/v1"
 
+	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/internal/harness"
 	"github.com/netclass-dev/netclass/controller/usage"
 )
@@ -94,5 +98,27 @@ func TestInUse(t *testing.T) {
 	_, one := usage.InUse([]string{"a/1"}, false)
 	if _, two := usage.InUse([]string{"a/1", "b/2"}, false); one != two || strings.Contains(one, "a/1") {
 		t.Errorf("messages %q and %q: differ, or name a claim", one, two)
+	}
+}
+
+// A reconciler queues the networks of its kind that changed, or every one
+// being deleted when all may have.
+func TestRequeue(t *testing.T) {
+	gone := metav1.Now()
+	nets := []*netclassv1alpha1.Network{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "red", DeletionTimestamp: &gone}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "blue"}},
+	}
+	var queued []string
+	f := usage.Requeue(true, func() []string { return usage.DeletingKeys(nets) }, func(k string) { queued = append(queued, k) })
+	f([]string{"storage", "t2/vx"})
+	f(nil)
+	if !slices.Equal(queued, []string{"t2/vx", "t1/red"}) {
+		t.Errorf("queued %v", queued)
+	}
+	queued = nil
+	usage.Requeue(false, func() []string { return nil }, func(k string) { queued = append(queued, k) })([]string{"storage", "t2/vx"})
+	if !slices.Equal(queued, []string{"storage"}) {
+		t.Errorf("PodNetworks queued %v", queued)
 	}
 }
