@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -50,53 +49,21 @@ func (c *Controller) users(net *netclassv1alpha1.Network) ([]string, error) {
 	return usage.Users(claims, c.devices())[usage.Network{Namespace: net.Namespace, Name: net.Name}], nil
 }
 
-func (c *Controller) devices() usage.Devices {
-	all, err := c.slices.List(labels.Everything())
-	if err != nil {
-		return usage.Devices{}
-	}
-	return usage.SliceDevices(all)
-}
+func (c *Controller) devices() usage.Devices { return usage.DevicesOf(c.slices) }
 
 // claimKeys: the Networks a claim uses (the old object of an update comes here too, so a
 // claim that stopped using one names it), and the Networks of its namespace being deleted.
 func (c *Controller) claimKeys(obj any) []string {
-	claim, ok := obj.(*resourceapi.ResourceClaim)
-	if !ok {
+	keys, claim := usage.ClaimKeys(obj, c.devices, true)
+	if claim == nil {
 		return nil
 	}
-	var keys []string
-	for _, n := range usage.ClaimNetworks(claim, c.devices()) {
-		if n.Namespace != "" {
-			keys = append(keys, n.String())
-		}
-	}
-	nets, err := c.networks.Networks(claim.Namespace).List(labels.Everything())
-	if err != nil {
-		return keys
-	}
-	for _, n := range nets {
-		if n.DeletionTimestamp != nil {
-			keys = append(keys, n.Namespace+"/"+n.Name)
-		}
-	}
-	return keys
+	nets, _ := c.networks.Networks(claim.Namespace).List(labels.Everything())
+	return append(keys, usage.DeletingKeys(nets)...)
 }
 
 // sliceKeys: the Networks the slice's netclass.dev devices name.
-func (c *Controller) sliceKeys(obj any) []string {
-	s, ok := obj.(*resourceapi.ResourceSlice)
-	if !ok {
-		return nil
-	}
-	var keys []string
-	for _, n := range usage.SliceDevices([]*resourceapi.ResourceSlice{s}) {
-		if n.Namespace != "" {
-			keys = append(keys, n.String())
-		}
-	}
-	return keys
-}
+func (c *Controller) sliceKeys(obj any) []string { return usage.SliceKeys(obj, true) }
 
 // WaitForNADs makes a deleted Network wait for its generated NADs too (see
 // usage.NADs); call before Run.

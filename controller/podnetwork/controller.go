@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -124,15 +123,9 @@ func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, wo
 // claimKeys: the PodNetworks a claim uses, and every PodNetwork now marked in use or being
 // deleted (a claim that stopped using one may no longer name it).
 func (c *Controller) claimKeys(obj any) []string {
-	claim, ok := obj.(*resourceapi.ResourceClaim)
-	if !ok {
+	keys, claim := usage.ClaimKeys(obj, c.deviceNetworks, false)
+	if claim == nil {
 		return nil
-	}
-	var keys []string
-	for _, n := range usage.ClaimNetworks(claim, c.deviceNetworks()) {
-		if n.Namespace == "" {
-			keys = append(keys, n.Name)
-		}
 	}
 	pns, err := c.podNetworks.List(labels.Everything())
 	if err != nil {
@@ -210,27 +203,9 @@ func (c *Controller) segments() segment.Listers {
 }
 
 // sliceKeys: the PodNetworks the slice's netclass.dev devices name.
-func (c *Controller) sliceKeys(obj any) []string {
-	s, ok := obj.(*resourceapi.ResourceSlice)
-	if !ok {
-		return nil
-	}
-	var keys []string
-	for _, n := range usage.SliceDevices([]*resourceapi.ResourceSlice{s}) {
-		if n.Namespace == "" {
-			keys = append(keys, n.Name)
-		}
-	}
-	return keys
-}
+func (c *Controller) sliceKeys(obj any) []string { return usage.SliceKeys(obj, false) }
 
-func (c *Controller) deviceNetworks() usage.Devices {
-	all, err := c.slices.List(labels.Everything())
-	if err != nil {
-		return usage.Devices{}
-	}
-	return usage.SliceDevices(all)
-}
+func (c *Controller) deviceNetworks() usage.Devices { return usage.DevicesOf(c.slices) }
 
 // users returns the claims that use the PodNetwork called name.
 func (c *Controller) users(name string) ([]string, error) {

@@ -12,7 +12,9 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
 	"github.com/netclass-dev/netclass/api/contract"
 )
@@ -196,4 +198,50 @@ func DeletingKeys[T metav1.Object](objs []T) []string {
 		}
 	}
 	return keys
+}
+
+// keysOf are the queue keys of the networks of one kind among ns:
+// "<namespace>/<name>" of Networks (namespaced), else PodNetworks' names.
+func keysOf(ns []Network, namespaced bool) []string {
+	var keys []string
+	for _, n := range ns {
+		if (n.Namespace != "") == namespaced {
+			keys = append(keys, strings.TrimPrefix(n.String(), "/"))
+		}
+	}
+	return keys
+}
+
+// SliceKeys are the queue keys of the networks of one kind that a
+// ResourceSlice's netclass.dev devices name (an event handler's object).
+func SliceKeys(obj any, namespaced bool) []string {
+	s, ok := obj.(*resourceapi.ResourceSlice)
+	if !ok {
+		return nil
+	}
+	var ns []Network
+	for _, n := range SliceDevices([]*resourceapi.ResourceSlice{s}) {
+		ns = append(ns, n)
+	}
+	return keysOf(ns, namespaced)
+}
+
+// ClaimKeys are the queue keys of the networks of one kind an allocated
+// claim (an event handler's object) uses, and the claim (nil: not one).
+func ClaimKeys(obj any, devices func() Devices, namespaced bool) ([]string, *resourceapi.ResourceClaim) {
+	claim, ok := obj.(*resourceapi.ResourceClaim)
+	if !ok {
+		return nil, nil
+	}
+	return keysOf(ClaimNetworks(claim, devices()), namespaced), claim
+}
+
+// DevicesOf reads the devices of the ResourceSlices a lister has (none when
+// it fails).
+func DevicesOf(slices resourcelisters.ResourceSliceLister) Devices {
+	all, err := slices.List(labels.Everything())
+	if err != nil {
+		return Devices{}
+	}
+	return SliceDevices(all)
 }

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/internal/harness"
@@ -120,5 +119,26 @@ func TestRequeue(t *testing.T) {
 	usage.Requeue(false, func() []string { return nil }, func(k string) { queued = append(queued, k) })([]string{"storage", "t2/vx"})
 	if !slices.Equal(queued, []string{"storage"}) {
 		t.Errorf("PodNetworks queued %v", queued)
+	}
+}
+
+// Each reconciler gets the keys of its own kind from a slice or a claim.
+func TestKeysOfOneKind(t *testing.T) {
+	s := harness.Slice("netclass.dev", "node-a",
+		harness.Device("blue-dev", map[string]string{"resource.kubernetes.io/podNetwork": "blue"}),
+		harness.Device("red-dev", map[string]string{"resource.kubernetes.io/podNetwork": "red", "resource.kubernetes.io/podNetworkNamespace": "tenant"}))
+	if got := usage.SliceKeys(s, true); !slices.Equal(got, []string{"tenant/red"}) {
+		t.Errorf("Networks of the slice: %v", got)
+	}
+	if got := usage.SliceKeys(s, false); !slices.Equal(got, []string{"blue"}) {
+		t.Errorf("PodNetworks of the slice: %v", got)
+	}
+	devices := func() usage.Devices { return usage.SliceDevices([]*resourceapi.ResourceSlice{s}) }
+	c := harness.Claim("c", []harness.Result{harness.Alloc("netclass.dev", "node-a", "blue-dev"), harness.Alloc("netclass.dev", "node-a", "red-dev")}, nil)
+	if got, claim := usage.ClaimKeys(c, devices, true); claim != c || !slices.Equal(got, []string{"tenant/red"}) {
+		t.Errorf("Networks of the claim: %v", got)
+	}
+	if got, claim := usage.ClaimKeys("not a claim", devices, false); claim != nil || got != nil {
+		t.Errorf("not a claim: %v", got)
 	}
 }
