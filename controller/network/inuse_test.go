@@ -55,15 +55,7 @@ func TestDeletedNetworkWaitsForItsClaims(t *testing.T) {
 		t.Errorf("events %v lack %s", ev, network.EventDeletionBlocked)
 	}
 
-	user.Status.Allocation = nil
-	if _, err := env.Kube.ResourceV1().ResourceClaims("tenant").UpdateStatus(env.Ctx, user, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	claims := env.KubeInf.Resource().V1().ResourceClaims().Lister()
-	env.Resync(t, "the deallocated claim", func() bool {
-		c, err := claims.ResourceClaims("tenant").Get("user")
-		return err == nil && c.Status.Allocation == nil
-	})
+	env.Deallocate(t, user)
 	nets := env.NCInf.Netclass().V1alpha1().Networks().Lister()
 	env.Resync(t, "red in use", func() bool {
 		n, err := nets.Networks("tenant").Get("red")

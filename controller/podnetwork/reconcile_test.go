@@ -137,15 +137,7 @@ func TestDeletionWaitsForClaims(t *testing.T) {
 	}
 
 	// The claim is deallocated: the finalizer goes.
-	cl.Status.Allocation = nil
-	if _, err := env.Kube.ResourceV1().ResourceClaims("ns").UpdateStatus(env.Ctx, cl, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	claims := env.KubeInf.Resource().V1().ResourceClaims().Lister()
-	env.Resync(t, "the deallocated claim", func() bool {
-		c, err := claims.ResourceClaims("ns").Get("user")
-		return err == nil && c.Status.Allocation == nil
-	})
+	env.Deallocate(t, cl)
 	pns := env.NCInf.Multinetwork().V1().PodNetworks().Lister()
 	env.Resync(t, "blue in use", func() bool {
 		p, err := pns.Get("blue")

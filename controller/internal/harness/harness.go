@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -84,4 +86,19 @@ func (e *Env) Events() []string {
 			return out
 		}
 	}
+}
+
+// Deallocate clears the claim's allocation, as the resource claim controller
+// does, and waits until the informer cache has it so.
+func (e *Env) Deallocate(t *testing.T, claim *resourceapi.ResourceClaim) {
+	t.Helper()
+	claim.Status.Allocation = nil
+	if _, err := e.Kube.ResourceV1().ResourceClaims(claim.Namespace).UpdateStatus(e.Ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claims := e.KubeInf.Resource().V1().ResourceClaims().Lister()
+	e.Resync(t, "the deallocated claim", func() bool {
+		c, err := claims.ResourceClaims(claim.Namespace).Get(claim.Name)
+		return err == nil && c.Status.Allocation == nil
+	})
 }
