@@ -35,6 +35,8 @@ type fakeCNI struct {
 	onDel func(call string)
 	// warn are the plugins' warnings an ADD of the interface returns.
 	warn map[string][]string
+	// deadlines are the ADDs' context deadlines.
+	deadlines []time.Time
 }
 
 func (f *fakeCNI) record(s string) {
@@ -69,6 +71,11 @@ func netName(conf []byte) string {
 
 func (f *fakeCNI) Add(ctx context.Context, conf []byte, a cni.Attachment) (cni.Result, error) {
 	f.record(fmt.Sprintf("ADD %s %s %s", netName(conf), a.ContainerID, a.IfName))
+	if d, ok := ctx.Deadline(); ok {
+		f.mu.Lock()
+		f.deadlines = append(f.deadlines, d)
+		f.mu.Unlock()
+	}
 	if f.block {
 		<-ctx.Done()
 		return cni.Result{}, ctx.Err()

@@ -21,10 +21,15 @@ const (
 	HookSkipped = "skipped"
 )
 
-// RunPodSandbox attaches the pod to its networks (runPodSandbox).
+// RunPodSandbox tells the sandbox watcher and attaches the pod to its
+// networks (runPodSandbox), both within one share of NRI's budget, counted
+// from the hook's entry: the runtime gives the whole hook that budget.
 func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(p.currentBudget()-p.margin()))
+	defer cancel()
 	p.sandboxStarted(ctx, pod)
-	return p.hook("RunPodSandbox", pod, func() error { return p.runPodSandbox(ctx, pod) }, false)
+	return p.hook("RunPodSandbox", pod, func() error { return p.runPodSandbox(ctx, pod, start) }, false)
 }
 
 // StopPodSandbox detaches the sandbox's attachments. A failed DEL is retried

@@ -226,18 +226,16 @@ func (p *Plugin) margin() time.Duration {
 	return 250 * time.Millisecond
 }
 
-// runPodSandbox attaches the pod to its networks within NRI's budget. On any
-// failure it rolls back the attachments of this sandbox and returns an error,
-// so the runtime fails the sandbox and the kubelet retries with a new one.
-func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
-	start := time.Now()
+// runPodSandbox attaches the pod to its networks within NRI's budget (ctx's
+// deadline; start is the hook's entry). On any failure it rolls back the
+// attachments of this sandbox and returns an error, so the runtime fails the
+// sandbox and the kubelet retries with a new one.
+func (p *Plugin) runPodSandbox(ctx context.Context, pod *api.PodSandbox, start time.Time) error {
 	if len(p.Store.ForPod(types.UID(pod.GetUid()))) == 0 {
 		return nil
 	}
 	defer p.inflight.start()()
 	budget := p.currentBudget()
-	ctx, cancel := context.WithDeadline(ctx, start.Add(budget-p.margin()))
-	defer cancel()
 	claims, release, err := p.lockPod(ctx, types.UID(pod.GetUid())) // read again: reconciliation may have attached it
 	if err != nil {
 		return fmt.Errorf("netclass-dra: %w", err)

@@ -2,7 +2,6 @@ package nri
 
 import (
 	"context"
-	"time"
 
 	"github.com/containerd/nri/pkg/api"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,14 +28,12 @@ func SandboxOf(pod *api.PodSandbox) sandboxes.Sandbox {
 		UID: types.UID(pod.GetUid()), ID: pod.GetId(), NetNS: NetNS(pod)}
 }
 
-// sandboxStarted tells the watcher of a sandbox, with the budget a hook has.
+// sandboxStarted tells the watcher of a sandbox, within the hook's budget
+// (ctx's deadline).
 func (p *Plugin) sandboxStarted(ctx context.Context, pod *api.PodSandbox) {
-	if p.Sandboxes == nil {
-		return
+	if p.Sandboxes != nil {
+		p.Sandboxes.Started(ctx, SandboxOf(pod))
 	}
-	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(p.currentBudget()-p.margin()))
-	defer cancel()
-	p.Sandboxes.Started(ctx, SandboxOf(pod))
 }
 
 func (p *Plugin) sandboxStopped(pod *api.PodSandbox) {

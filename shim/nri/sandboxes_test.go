@@ -56,3 +56,32 @@ func TestSandboxesReachTheWatcher(t *testing.T) {
 		t.Fatalf("the watcher saw\n%q\nwant\n%q", w.got, want)
 	}
 }
+
+// deadlineWatch keeps the deadline Started was given.
+type deadlineWatch struct{ deadline time.Time }
+
+func (w *deadlineWatch) Started(ctx context.Context, _ sandboxes.Sandbox) {
+	w.deadline, _ = ctx.Deadline()
+}
+func (w *deadlineWatch) Stopped(types.UID, string)        {}
+func (w *deadlineWatch) Synchronized([]sandboxes.Sandbox) {}
+
+// The watcher and the attachments' ADD share one budget, counted from the
+// hook's entry: the runtime gives the whole hook that much, not each part.
+func TestRunPodSandboxHasOneBudget(t *testing.T) {
+	h := newHarness(t)
+	w := &deadlineWatch{}
+	h.plugin.Sandboxes = w
+	h.plugin.setBudget(func() time.Duration { return 2 * time.Second })
+	h.put(t, claimRec("c1", "a", 0, "p", dev("blue", "")))
+	before := time.Now()
+	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb1", "p")); err != nil {
+		t.Fatal(err)
+	}
+	h.plugin.Wait()
+	h.cni.mu.Lock()
+	defer h.cni.mu.Unlock()
+	if len(h.cni.deadlines) != 1 || !h.cni.deadlines[0].Equal(w.deadline) || w.deadline.After(before.Add(2*time.Second)) {
+		t.Errorf("the watcher's deadline %v, the ADDs' %v: want one, within 2 s of %v", w.deadline, h.cni.deadlines, before)
+	}
+}
