@@ -33,9 +33,9 @@ func TestPlan(t *testing.T) {
 	if strings.Join(got, ",") != "blue=net2,data=data0,green=net3,red=net1" {
 		t.Fatalf("plan %v", got)
 	}
-	// Multus made net1 and net2 in the pod first (and eth0): the automatic
-	// names skip them; a configured name stays (its ADD fails if taken)
-	steps, err = PlanAround(claims, "p", map[string]bool{"eth0": true, "net1": true, "net2": true})
+	// Multus made net2 and net4 in the pod first (and eth0): the automatic
+	// names skip them
+	steps, err = PlanAround(claims, "p", map[string]bool{"eth0": true, "net2": true, "net4": true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +43,13 @@ func TestPlan(t *testing.T) {
 	for _, s := range steps {
 		got = append(got, s.Device().Network.Name+"="+s.IfName)
 	}
-	if strings.Join(got, ",") != "blue=net3,data=data0,green=net4,red=net1" {
-		t.Fatalf("plan around net1, net2: %v", got)
+	if strings.Join(got, ",") != "blue=net3,data=data0,green=net5,red=net1" {
+		t.Fatalf("plan around net2, net4: %v", got)
+	}
+	// a configured name another caller took is refused (its failed ADD's
+	// rollback would remove that interface)
+	if _, err := PlanAround(claims, "p", map[string]bool{"net1": true}); err == nil || !strings.Contains(err.Error(), "interface name net1 of claim") {
+		t.Fatalf("a configured name taken: %v", err)
 	}
 	claims[0].Devices[0].InterfaceName = "data0"
 	if _, err := Plan(claims, "p"); err == nil || !strings.Contains(err.Error(), "configured twice") {

@@ -41,8 +41,9 @@ func Plan(claims []*checkpoint.Claim, pod types.UID) ([]Step, error) {
 
 // PlanAround is Plan in a pod whose namespace already holds interfaces
 // another CNI caller made (Multus's net1…, the primary's eth0): the
-// automatic names skip them too, so a claim attachment never takes the
-// name of an interface it does not own.
+// automatic names skip them too, and a configured name among them is an
+// error, so a claim attachment never takes (nor, failing, removes) an
+// interface it does not own.
 func PlanAround(claims []*checkpoint.Claim, pod types.UID, others map[string]bool) ([]Step, error) {
 	type entry struct {
 		claim *checkpoint.Claim
@@ -75,6 +76,9 @@ func PlanAround(claims []*checkpoint.Claim, pod types.UID, others map[string]boo
 			who := fmt.Sprintf("claim %s request %s", e.claim.Name, d.Request)
 			if prev, dup := taken[d.InterfaceName]; dup {
 				return nil, fmt.Errorf("interface name %s is configured twice in the pod: %s and %s", d.InterfaceName, prev, who)
+			}
+			if others[d.InterfaceName] { // its rollback would remove what another caller made
+				return nil, fmt.Errorf("interface name %s of %s is taken in the pod by an interface netclass-dra did not make", d.InterfaceName, who)
 			}
 			taken[d.InterfaceName] = who
 		}
