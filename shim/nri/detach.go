@@ -34,14 +34,20 @@ func (p *Plugin) settleSecure(ctx context.Context, sandbox string) {
 	}
 }
 
-// undo runs the DELs of a rollback.
+// undo runs the DELs of a rollback; once they all succeeded the sandbox's
+// epoch is forgotten (the runtime retries with a new sandbox).
 func (p *Plugin) undo(ctx context.Context, sandbox, netns string, steps []Step) {
+	failed := false
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := steps[i]
 		att := checkpoint.Attachment{PodUID: s.Pod.UID, SandboxID: sandbox, NetNS: netns, IfName: s.IfName}
 		if err := p.detach(ctx, s.Claim.UID, s.DeviceIdx, *s.Device(), s.Pod, att); err != nil {
+			failed = true
 			klog.FromContext(ctx).Error(err, "Rolling back a failed attachment failed; CNI GC will remove it", "pod", klog.KRef(s.Pod.Namespace, s.Pod.Name))
 		}
+	}
+	if !failed {
+		p.epochs.forget(sandbox)
 	}
 }
 

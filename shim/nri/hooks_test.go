@@ -72,3 +72,20 @@ func TestHooksReportTheirOutcome(t *testing.T) {
 		t.Fatalf("hooks observed %q, want %q", got, want)
 	}
 }
+
+// A sandbox whose ADD failed and was rolled back is forgotten: kubelet
+// retries with a new sandbox, and nothing of the old one is kept.
+func TestFailedSandboxForgotten(t *testing.T) {
+	h := newHarness(t)
+	h.put(t, claimRec("c2", "b", 0, "q", dev("red", "")))
+	h.cni.failAdd = map[string]error{"net1": errors.New("no addresses left")}
+	if err := h.plugin.RunPodSandbox(context.Background(), h.sandbox("sb2", "q")); err == nil {
+		t.Fatal("a failed ADD was not returned to the runtime")
+	}
+	h.plugin.Wait()
+	h.plugin.epochs.mu.Lock()
+	defer h.plugin.epochs.mu.Unlock()
+	if len(h.plugin.epochs.attached) != 0 {
+		t.Errorf("sandboxes kept after their rollback: %v", h.plugin.epochs.attached)
+	}
+}

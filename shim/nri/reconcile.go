@@ -106,6 +106,7 @@ func (p *Plugin) dropStaleOf(ctx context.Context, uid types.UID, running map[str
 					klog.FromContext(ctx).Error(err, "Deleting the attachment of a gone sandbox failed", "claim", klog.KRef(c.Namespace, c.Name))
 					continue
 				}
+				p.epochs.forget(a.SandboxID)
 				dropped++
 				continue
 			}
