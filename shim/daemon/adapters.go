@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -75,3 +76,10 @@ func (q qosLister) NetworkQoS(namespace string) ([]*ncv1.NetworkQoS, error) {
 }
 
 func labelsEverything() labels.Selector { return labels.Everything() }
+
+// claimGetter reads claims from the API server.
+type claimGetter struct{ kube kubernetes.Interface }
+
+func (g claimGetter) Claim(ctx context.Context, namespace, name string) (*resourceapi.ResourceClaim, error) {
+	return g.kube.ResourceV1().ResourceClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+}

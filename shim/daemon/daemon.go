@@ -325,15 +325,15 @@ func (d *Daemon) plugins(ctx context.Context) error {
 	d.runtime.OnConnect = sync.OnceFunc(func() { close(d.nriUp) })
 	d.runtime.Fault = injectFault(d.cfg.StateDir)
 	d.prepare = &prepare.Plugin{
-		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store,
-		Pods: pods,
-		QoS:  qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
+		Pool: d.cfg.NodeName, Networks: d.publisher, Store: d.store, Pods: pods, Claims: claimGetter{d.kube},
+		QoS: qosLister{d.factory.Netclass().V1alpha1().NetworkQoSes().Lister()},
 		Peers: peers.Resolver{API: d.peers, Context: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(ctx, 10*time.Second)
 		}},
 		Detacher: d.runtime, Reporter: reporter,
 		OnError: d.publisher.HandleError,
 	}
+	d.runtime.JoinShared = d.prepare.JoinShared
 	d.qos = d.newQoSAgent(ctx, recorder)
 	d.primaryNetwork(ctx, recorder)
 	d.nodeNets = &nodenetwork.Reporter{API: d.nc.NetclassV1alpha1().NodeNetworks(), Host: nodenetwork.LocalHost{}, Devices: d.devices.Devices}

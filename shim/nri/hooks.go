@@ -2,6 +2,7 @@ package nri
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
@@ -29,6 +30,10 @@ func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	ctx, cancel := context.WithDeadline(ctx, start.Add(p.currentBudget()-p.margin()))
 	defer cancel()
 	p.sandboxStarted(ctx, pod)
+	if err := p.joinShared(ctx, pod); err != nil {
+		p.observe("RunPodSandbox", HookError, start)
+		return err
+	}
 	return p.hook("RunPodSandbox", pod, func() error { return p.runPodSandbox(ctx, pod, start) }, false)
 }
 
@@ -83,4 +88,17 @@ func outcome(err error) string {
 		return HookError
 	}
 	return HookSuccess
+}
+
+// joinShared records the pod with the claims prepared for other pods it now
+// shares (JoinShared); failing, the sandbox fails and the kubelet retries.
+func (p *Plugin) joinShared(ctx context.Context, pod *api.PodSandbox) error {
+	if p.JoinShared == nil {
+		return nil
+	}
+	err := p.JoinShared(ctx, types.NamespacedName{Namespace: pod.GetNamespace(), Name: pod.GetName()}, types.UID(pod.GetUid()))
+	if err != nil {
+		return fmt.Errorf("netclass-dra: a claim the pod shares with others: %w", err)
+	}
+	return nil
 }

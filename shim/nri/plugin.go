@@ -100,6 +100,10 @@ type Plugin struct {
 	// namespace: the automatic names of its claim attachments skip those
 	// other CNI callers made there first (Multus's net1…; PlanAround).
 	Interfaces func(netns string) ([]string, error)
+	// JoinShared, when set, records a starting pod with the claims already
+	// prepared on the node for other pods that it shares (the kubelet
+	// prepares a claim once per node); an error fails the sandbox.
+	JoinShared func(ctx context.Context, pod types.NamespacedName, uid types.UID) error
 
 	// locks orders sandbox handling, Unprepare and reconciliation per
 	// claim (unrelated pods run in parallel); they are taken with the

@@ -73,6 +73,9 @@ type Plugin struct {
 	Networks Networks
 	Store    Store
 	Pods     Pods
+	// Claims reads claims for JoinShared (nil: pods joining a prepared
+	// claim are not looked for).
+	Claims   Claims
 	QoS      QoSPolicies
 	Peers    render.Peers
 	Detacher Detacher

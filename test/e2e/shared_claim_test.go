@@ -22,7 +22,8 @@ import (
 // share gives each its own interface; the claim's status lists both
 // (data.pods), and once one pod is deleted only the other's: written again
 // when the deleted pod's sandbox stops, not left naming an interface and
-// an address that are gone (the policies' peers read it).
+// an address that are gone (the policies' peers read it). A third pod that
+// joins the prepared claim later gets its interface too.
 func TestSharedClaimStatusFollowsItsPods(t *testing.T) {
 	e := harness.Shared(t)
 	n := e.Nodes[0]
@@ -65,4 +66,14 @@ func TestSharedClaimStatusFollowsItsPods(t *testing.T) {
 	if c := harness.ReadyCondition(st); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready of the claim b still uses: %+v", c)
 	}
+	// Pod c joins the claim the node has prepared already: the kubelet does
+	// not prepare it again, and c still gets its interface.
+	c := testbed.OnNode(testbed.Pod(ns, "c", "sleep", "3600"), n.Name)
+	c.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "net", ResourceClaimName: ptr.To("shared")}}
+	e.RunPods(t, c)
+	late := e.MustIface(t, ns, "c", "net1")
+	e.WaitClaimStatus(t, ns, "shared", func(d resourceapi.AllocatedDeviceStatus) bool {
+		got := podIPs(d)
+		return len(got) == 2 && slices.ContainsFunc(got, func(ips []string) bool { return slices.Equal(ips, late.CIDRs) })
+	})
 }
