@@ -179,3 +179,10 @@ type AttachmentConfig struct {
 	// QoS is merged over the network's qos block.
 	QoS *qos.Spec `json:"qos,omitempty"`
 }
+
+// MaxInterfacesPerPod bounds the interfaces netclass makes in one pod
+// sandbox, through claims (netclass-dra) and, apart, through generated NADs
+// (netclass-nad): each is a veth, addresses of the node's block, rules the
+// agent keeps and checkpoint writes, and a pod's users choose how many they
+// ask for (many claims of many devices; one NAD named again and again).
+const MaxInterfacesPerPod = 32

@@ -10,15 +10,14 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/conf/nadfile"
 )
 
-// MaxPerSandbox bounds the interfaces netclass-nad makes in one pod sandbox:
-// a pod names its NADs in an annotation its users write, and may name one
-// NAD again and again (each a veth, a bridge port, addresses of the node's
-// block and rules the agent keeps), where a claim attachment is bounded by
-// the claims a namespace may create.
-const MaxPerSandbox = 32
+// MaxPerSandbox bounds the interfaces netclass-nad makes in one pod sandbox
+// (contract.MaxInterfacesPerPod): a pod names its NADs in an annotation its
+// users write, and may name one NAD again and again.
+const MaxPerSandbox = contract.MaxInterfacesPerPod
 
 // underLimit refuses an ADD of a new interface in a sandbox that holds
 // MaxPerSandbox already: libcni's result cache (nadfile.CacheDir) keeps one

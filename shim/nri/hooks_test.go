@@ -3,10 +3,15 @@ package nri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netclass-dev/netclass/api/contract"
+	"github.com/netclass-dev/netclass/shim/checkpoint"
 )
 
 type hookLog struct {
@@ -87,5 +92,20 @@ func TestFailedSandboxForgotten(t *testing.T) {
 	defer h.plugin.epochs.mu.Unlock()
 	if len(h.plugin.epochs.attached) != 0 {
 		t.Errorf("sandboxes kept after their rollback: %v", h.plugin.epochs.attached)
+	}
+}
+
+// A pod gets at most contract.MaxInterfacesPerPod interfaces from its claims,
+// however many claims of however many devices it lists.
+func TestPlanBoundsInterfacesPerPod(t *testing.T) {
+	var claims []*checkpoint.Claim
+	for i := range contract.MaxInterfacesPerPod + 1 {
+		claims = append(claims, claimRec(fmt.Sprint("c", i), fmt.Sprint("claim", i), i, "p", dev(fmt.Sprint("n", i), "")))
+	}
+	if steps, err := Plan(claims[:contract.MaxInterfacesPerPod], "p"); err != nil || len(steps) != contract.MaxInterfacesPerPod {
+		t.Fatalf("%d interfaces: %d steps, %v", contract.MaxInterfacesPerPod, len(steps), err)
+	}
+	if _, err := Plan(claims, "p"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("ask for %d interfaces", contract.MaxInterfacesPerPod+1)) {
+		t.Errorf("one interface too many: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/netclass-dev/netclass/api/contract"
 	"github.com/netclass-dev/netclass/shim/checkpoint"
 )
 
@@ -45,29 +46,9 @@ func Plan(claims []*checkpoint.Claim, pod types.UID) ([]Step, error) {
 // error, so a claim attachment never takes (nor, failing, removes) an
 // interface it does not own.
 func PlanAround(claims []*checkpoint.Claim, pod types.UID, others map[string]bool) ([]Step, error) {
-	type entry struct {
-		claim *checkpoint.Claim
-		pod   checkpoint.Pod
-	}
-	var entries []entry
-	for _, c := range claims {
-		for _, p := range c.Pods {
-			if p.UID == pod {
-				entries = append(entries, entry{c, p})
-				break
-			}
-		}
-	}
-	sort.SliceStable(entries, func(i, j int) bool {
-		a, b := entries[i], entries[j]
-		if a.pod.Order != b.pod.Order {
-			return a.pod.Order < b.pod.Order
-		}
-		return a.claim.Namespace+"/"+a.claim.Name < b.claim.Namespace+"/"+b.claim.Name
-	})
 	var steps []Step
 	taken := map[string]string{}
-	for _, e := range entries {
+	for _, e := range podEntries(claims, pod) {
 		for i, d := range e.claim.Devices {
 			steps = append(steps, Step{Claim: e.claim, DeviceIdx: i, Pod: e.pod, IfName: d.InterfaceName})
 			if d.InterfaceName == "" {
@@ -83,6 +64,9 @@ func PlanAround(claims []*checkpoint.Claim, pod types.UID, others map[string]boo
 			taken[d.InterfaceName] = who
 		}
 	}
+	if len(steps) > contract.MaxInterfacesPerPod {
+		return nil, fmt.Errorf("the pod's claims ask for %d interfaces; a pod gets at most %d", len(steps), contract.MaxInterfacesPerPod)
+	}
 	next := 1
 	for i := range steps {
 		if steps[i].IfName != "" {
@@ -95,4 +79,32 @@ func PlanAround(claims []*checkpoint.Claim, pod types.UID, others map[string]boo
 		taken[steps[i].IfName] = "automatic"
 	}
 	return steps, nil
+}
+
+// podEntry is a claim of the pod, with the pod as the claim records it.
+type podEntry struct {
+	claim *checkpoint.Claim
+	pod   checkpoint.Pod
+}
+
+// podEntries are the pod's claims in the order the pod lists them (then by
+// namespace and name).
+func podEntries(claims []*checkpoint.Claim, pod types.UID) []podEntry {
+	var entries []podEntry
+	for _, c := range claims {
+		for _, p := range c.Pods {
+			if p.UID == pod {
+				entries = append(entries, podEntry{c, p})
+				break
+			}
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		a, b := entries[i], entries[j]
+		if a.pod.Order != b.pod.Order {
+			return a.pod.Order < b.pod.Order
+		}
+		return a.claim.Namespace+"/"+a.claim.Name < b.claim.Namespace+"/"+b.claim.Name
+	})
+	return entries
 }
