@@ -194,10 +194,19 @@ func DeletingKeys[T metav1.Object](objs []T) []string {
 	var keys []string
 	for _, o := range objs {
 		if o.GetDeletionTimestamp() != nil {
-			keys = append(keys, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String())
+			keys = append(keys, key(Network{Namespace: o.GetNamespace(), Name: o.GetName()}))
 		}
 	}
 	return keys
+}
+
+// key is a network's queue key: "<namespace>/<name>", or "<name>" for a
+// PodNetwork (NamespacedName.String would give "/<name>").
+func key(n Network) string {
+	if n.Namespace == "" {
+		return n.Name
+	}
+	return n.String()
 }
 
 // keysOf are the queue keys of the networks of one kind among ns:
@@ -206,7 +215,7 @@ func keysOf(ns []Network, namespaced bool) []string {
 	var keys []string
 	for _, n := range ns {
 		if (n.Namespace != "") == namespaced {
-			keys = append(keys, strings.TrimPrefix(n.String(), "/"))
+			keys = append(keys, key(n))
 		}
 	}
 	return keys

@@ -8,6 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	multinetworkv1 "github.com/netclass-dev/netclass/api/multinetwork/v1"
 	netclassv1alpha1 "github.com/netclass-dev/netclass/api/netclass/v1alpha1"
 	"github.com/netclass-dev/netclass/controller/internal/harness"
 	"github.com/netclass-dev/netclass/controller/usage"
@@ -116,8 +117,11 @@ func TestRequeue(t *testing.T) {
 		t.Errorf("queued %v", queued)
 	}
 	queued = nil
-	usage.Requeue(false, func() []string { return nil }, func(k string) { queued = append(queued, k) })([]string{"storage", "t2/vx"})
-	if !slices.Equal(queued, []string{"storage"}) {
+	pns := []*multinetworkv1.PodNetwork{{ObjectMeta: metav1.ObjectMeta{Name: "old", DeletionTimestamp: &gone}}}
+	f = usage.Requeue(false, func() []string { return usage.DeletingKeys(pns) }, func(k string) { queued = append(queued, k) })
+	f([]string{"storage", "t2/vx"})
+	f(nil)
+	if !slices.Equal(queued, []string{"storage", "old"}) {
 		t.Errorf("PodNetworks queued %v", queued)
 	}
 }
