@@ -33,6 +33,9 @@ type Common struct {
 	IPAM         IPAM            `json:"ipam"`
 	DNS          types.DNS       `json:"dns"`
 	QoS          *qos.Spec       `json:"qos,omitempty"`
+	// DSCPPolicy is the DSCP values the attachment's packets may leave
+	// with (an admin's: only the static configuration sets it).
+	DSCPPolicy *qos.DSCPPolicy `json:"dscpPolicy,omitempty"`
 	// PortSecurity guards the attachment's port on the host (bridged
 	// attachments only).
 	PortSecurity *PortSecurity `json:"portSecurity,omitempty"`
@@ -142,7 +145,20 @@ func (c *Common) validate() field.Errors {
 	if q := c.argsQoS(); q != nil {
 		errs.Append(q.Validate("args.cni.qos"))
 	}
+	errs.Append(c.validateDSCPPolicy())
 	return errs
+}
+
+// validateDSCPPolicy checks the policy, and every DSCP value the static
+// block, the runtime and the caller's arguments ask for against it.
+func (c *Common) validateDSCPPolicy() error {
+	if err := c.DSCPPolicy.Validate("dscpPolicy"); err != nil || c.DSCPPolicy == nil {
+		return err
+	}
+	var errs field.Errors
+	errs.Append(c.DSCPPolicy.Check(c.QoS, "qos"), c.DSCPPolicy.Check(c.RuntimeConfig.QoS, "runtimeConfig.qos"),
+		c.DSCPPolicy.Check(c.argsQoS(), "args.cni.qos"))
+	return errs.Err()
 }
 
 // withoutHostPort refuses portSecurity for an attachment that has no port
@@ -160,6 +176,12 @@ func (c *Common) finish() {
 		c.DataDir = DefaultDataDir
 	}
 	eff := qos.Merge(qos.Merge(qos.WithBandwidth(c.QoS, c.RuntimeConfig.Bandwidth), c.RuntimeConfig.QoS), c.argsQoS())
+	if c.DSCPPolicy != nil {
+		if eff == nil {
+			eff = &qos.Spec{}
+		}
+		eff.Policy = c.DSCPPolicy
+	}
 	if !eff.IsZero() {
 		c.EffectiveQoS = eff
 	}

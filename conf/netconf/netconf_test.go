@@ -52,6 +52,11 @@ func TestParseErrors(t *testing.T) {
 		{"qos chain with ipam", `{"name":"n","type":"netclass-qos","ipam":{"type":"host-local"}}`, types.ErrInvalidNetworkConfig, []string{"ipam: netclass-qos does not allocate"}},
 		{"runtime bandwidth", `{"name":"n","type":"netclass-qos","runtimeConfig":{"bandwidth":{"ingressRate":1000}}}`, types.ErrInvalidNetworkConfig, []string{"runtimeConfig.bandwidth.ingressBurst: is required"}},
 		{"misspelt args qos key", `{"name":"n","type":"netclass-bridge","args":{"cni":{"qos":{"dscpp":5}}}}`, types.ErrInvalidNetworkConfig, []string{`args.cni.qos: unknown field "dscpp"`}},
+		{"dscp policy left out 0", `{"name":"n","type":"netclass-bridge","dscpPolicy":{"allowed":[{"first":8,"last":15}]}}`, types.ErrInvalidNetworkConfig, []string{"dscpPolicy.remark: is required when allowed leaves out 0"}},
+		{"dscp policy: what every side asks for", `{"name":"n","type":"netclass-bridge","dscpPolicy":{"allowed":[{"first":0,"last":40}]},"qos":{"dscp":46},
+			"runtimeConfig":{"qos":{"egress":[{"priority":1,"dscp":10},{"priority":2,"dscp":48}]}},"args":{"cni":{"qos":{"dscp":56}}}}`, types.ErrInvalidNetworkConfig,
+			[]string{"qos.dscp: 46 is not allowed by dscpPolicy (allowed 0-40)", "runtimeConfig.qos.egress[1].dscp: 48 is not allowed", "args.cni.qos.dscp: 56 is not allowed"}},
+		{"dscp policy is not the pod's to set", `{"name":"n","type":"netclass-qos","runtimeConfig":{"qos":{"policy":{"allowed":[]}}}}`, types.ErrInvalidNetworkConfig, []string{`runtimeConfig.qos: unknown field "policy"`}},
 		{"invalid args qos", `{"name":"n","type":"netclass-qos","args":{"cni":{"qos":{"dscp":64,"egressRate":1000}}}}`, types.ErrInvalidNetworkConfig, []string{"args.cni.qos.dscp: must be between 0 and 63", "args.cni.qos.egressBurst: is required"}},
 	}
 	for _, tc := range tests {
@@ -196,5 +201,26 @@ func TestValidateMAC(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "runtimeConfig.mac: ") {
 			t.Errorf("%s: error %v, want the field and %q", tc.mac, err, tc.err)
 		}
+	}
+}
+
+// A DSCP policy alone asks for rules (the re-marking of what the pod
+// marks), and stays the static configuration's whatever the runtime passes.
+func TestDSCPPolicyAlone(t *testing.T) {
+	c, err := ParseBridge([]byte(`{"name":"blue","type":"netclass-bridge","dscpPolicy":{"allowed":[{"first":0,"last":40}]},
+		"runtimeConfig":{"qos":{"dscp":12}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := c.EffectiveQoS
+	if q == nil || q.Policy == nil || q.Policy.Allows(41) || !q.Policy.Allows(40) || *q.DSCP != 12 {
+		t.Fatalf("effective qos = %+v, want the runtime's dscp under the static policy", q)
+	}
+	c, err = ParseBridge([]byte(`{"name":"blue","type":"netclass-bridge","dscpPolicy":{"allowed":[{"first":0,"last":40}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.EffectiveQoS == nil || c.EffectiveQoS.Policy == nil {
+		t.Errorf("a policy alone gives no effective qos: %+v", c.EffectiveQoS)
 	}
 }

@@ -11,7 +11,10 @@ type Plan struct {
 	Ingress *Shaper // traffic towards the pod; nil: not shaped
 	Egress  *Shaper // traffic from the pod; nil: not shaped
 	DSCP    *uint8  // DSCP of every egress IP packet no rule marks; nil: untouched
-	Rules   []CompiledRule
+	// Remark re-marks, before any rule, the egress IP packets whose DSCP
+	// the admin's policy does not allow (nil: none).
+	Remark *Remark
+	Rules  []CompiledRule
 	// Queue is the queue under the shapers (Queue*, never ""), and
 	// ExplicitQueue whether the configuration named it: a kernel without
 	// the queue is then an error, while the default falls back to tbf
@@ -65,11 +68,13 @@ func (r *CompiledRule) Families() (v4, v6 bool) {
 
 // IsZero reports whether the plan changes nothing.
 func (p *Plan) IsZero() bool {
-	return p == nil || (p.Ingress == nil && p.Egress == nil && p.DSCP == nil && len(p.Rules) == 0)
+	return p == nil || (p.Ingress == nil && p.Egress == nil && p.DSCP == nil && len(p.Rules) == 0 && p.Remark == nil)
 }
 
 // NeedsRules reports whether the plan needs packet rules (DSCP or meters).
-func (p *Plan) NeedsRules() bool { return p != nil && (p.DSCP != nil || len(p.Rules) > 0) }
+func (p *Plan) NeedsRules() bool {
+	return p != nil && (p.DSCP != nil || len(p.Rules) > 0 || p.Remark != nil)
+}
 
 // Compile turns a spec into a plan. The spec must have passed Validate.
 func Compile(s *Spec) *Plan {
@@ -81,6 +86,7 @@ func Compile(s *Spec) *Plan {
 		Ingress: shaper(s.IngressRate, s.IngressBurst),
 		Egress:  shaper(s.EgressRate, s.EgressBurst),
 		DSCP:    dscp(s.DSCP),
+		Remark:  s.Policy.compile(),
 		Queue:   queue, ExplicitQueue: explicit,
 	}
 	for i := range s.Egress {

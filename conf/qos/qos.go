@@ -19,6 +19,11 @@ type Spec struct {
 	// Queue is the queue under the shapers (Queue*; "" is DefaultQueue).
 	// Alone it asks for nothing: it shapes nothing by itself.
 	Queue string `json:"queue,omitempty"`
+	// Policy is the admin's DSCP policy the attachment is under (nil:
+	// none). It is never read from JSON: netconf sets it from the
+	// configuration's top-level dscpPolicy, the rule agent from the
+	// network, so the pod's side cannot set it.
+	Policy *DSCPPolicy `json:"-"`
 }
 
 // Rule is one egress rule: packets matching Classifier are marked with DSCP
@@ -72,7 +77,7 @@ type RuntimeBandwidth struct {
 // IsZero reports whether the spec asks for nothing.
 func (s *Spec) IsZero() bool {
 	return s == nil || (s.IngressRate == 0 && s.IngressBurst == 0 && s.EgressRate == 0 &&
-		s.EgressBurst == 0 && s.DSCP == nil && len(s.Egress) == 0)
+		s.EgressBurst == 0 && s.DSCP == nil && len(s.Egress) == 0 && s.Policy == nil)
 }
 
 // Merge returns base with every field that over sets replacing it: the rule

@@ -192,3 +192,41 @@ func TestAnOlderTunnelGetsItsTOSInPlace(t *testing.T) {
 		t.Errorf("after the ADD the device has no `tos inherit`:\n%s", out)
 	}
 }
+
+// TestTheFabricSeesThePolicysDSCP: under an admin's dscpPolicy, a pod's
+// own EF (left out) crosses the underlay re-marked in the outer header as
+// well as the inner one, its ECN bits untouched; an allowed value passes.
+func TestTheFabricSeesThePolicysDSCP(t *testing.T) {
+	u := underlays[0]
+	a, b := u.nodes(t)
+	pod, remote := cnitest.NewPod(t), cnitest.NewPod(t)
+	policy := map[string]any{"allowed": []any{map[string]any{"first": 0, "last": 40}}, "remark": 8}
+	a.Add(t, plugin, cnitest.WithField(t, u.dualStack(t, a, 0, 701, 10, nil), "dscpPolicy", policy), pod, "net1")
+	rr := b.Add(t, plugin, u.dualStack(t, b, 1, 701, 30, nil), remote, "net1")
+	dst := cnitest.Addr(t, rr, false)
+	if err := traffic.Ping(pod.NS, dst, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sniff, err := traffic.Sniff(b.NS, "under0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sniff.Close()
+	for _, tc := range []struct {
+		port      uint16
+		tos       uint8
+		dscp, ecn uint8
+	}{{7101, 46<<2 | 2, 8, 2}, {7102, 34<<2 | 1, 34, 1}} {
+		if err := traffic.SendUDP(pod.NS, dst, tc.port, tc.tos, 3, 10*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		got := sniff.WaitFor(func(p traffic.Packet) bool { return p.Inner != nil && p.Inner.DstPort == tc.port }, 3, 3*time.Second)
+		if len(got) == 0 {
+			t.Fatalf("no encapsulated datagram to port %d on the underlay", tc.port)
+		}
+		if p := got[0]; p.DSCP != tc.dscp || p.Inner.DSCP != tc.dscp || p.ECN != tc.ecn || p.Inner.ECN != tc.ecn {
+			t.Errorf("the pod sends TOS %#x: outer DSCP %d ECN %d, inner DSCP %d ECN %d; want DSCP %d ECN %d",
+				tc.tos, p.DSCP, p.ECN, p.Inner.DSCP, p.Inner.ECN, tc.dscp, tc.ecn)
+		}
+	}
+}

@@ -116,6 +116,21 @@ func setDSCP(v6 bool, dscp uint8) []expr.Any {
 	}
 }
 
+// matchDSCPRange: `ip dscp <from>-<to>` / `ip6 dscp <from>-<to>` (one
+// value: a range of one), on the first two bytes of the IP header as
+// setDSCP rewrites them.
+func matchDSCPRange(v6 bool, from, to uint8) []expr.Any {
+	mask, at := []byte{0x00, 0xfc}, func(d uint8) []byte { return []byte{0x00, d << 2} }
+	if v6 {
+		mask, at = []byte{0x0f, 0xc0}, func(d uint8) []byte { return []byte{d >> 2, (d & 0x03) << 6} }
+	}
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 0, Len: 2},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 2, Mask: mask, Xor: []byte{0x00, 0x00}},
+		&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: at(from), ToData: at(to)},
+	}
+}
+
 // dropOver: `limit rate over <rate> bytes/second burst <b> bytes drop`, a
 // token bucket of the given size refilled at rate.
 func dropOver(rateBytes, bucketBytes uint64) []expr.Any {

@@ -149,3 +149,26 @@ func TestConcurrentPortsShareOneBase(t *testing.T) {
 		}
 	}
 }
+
+// An admin's DSCP policy renders as nft writes it: per family and range
+// left out, a re-marking rule before the rules (here 41-45 and 47-63, 46
+// allowed; nft lists DSCP ranges in hex), and CHECK accepts what it applied.
+func TestPortRemarkMatchesNftSyntax(t *testing.T) {
+	n := nstest.New(t)
+	c := conn(t, n)
+	zero := 0
+	plan := qos.Compile(&qos.Spec{Policy: &qos.DSCPPolicy{Allowed: []qos.DSCPRange{{First: 0, Last: 40}, {First: 46, Last: 46}}, Remark: &zero}})
+	if err := ApplyPortQoS(c, "nc0123", plan); err != nil {
+		t.Fatal(err)
+	}
+	got := nftList(t, n, "table", "bridge", PortQoSTable)
+	want := "chain port/nc0123 {\n\t\ticmpv6 type 133-137 accept\n" +
+		"\t\tip dscp 0x29-0x2d ip dscp set cs0\n\t\tip dscp 0x2f-0x3f ip dscp set cs0\n" +
+		"\t\tip6 dscp 0x29-0x2d ip6 dscp set cs0\n\t\tip6 dscp 0x2f-0x3f ip6 dscp set cs0\n\t}"
+	if !strings.Contains(got, want) {
+		t.Errorf("nft list lacks %q:\n%s", want, got)
+	}
+	if err := CheckPortQoS(c, "nc0123", plan); err != nil {
+		t.Errorf("CheckPortQoS right after ApplyPortQoS: %v", err)
+	}
+}

@@ -16,6 +16,8 @@ import (
 //
 //	main:
 //	  meta protocol ip6 meta l4proto ipv6-icmp icmpv6 type 133-137 accept  (NDP untouched)
+//	  meta protocol F <dscp> A-B <dscp set R>     (per family and range the admin's policy
+//	                                              leaves out: re-marked before any rule)
 //	  meta protocol F [F daddr @<prefix>rN_F] [meta l4proto P [th dport D]] goto <prefix>rN
 //	                                              (per rule and family, in precedence order)
 //	  meta protocol F <dscp set>                   (the attachment's DSCP, per family)
@@ -27,6 +29,14 @@ import (
 // nothing and pass untouched.
 func renderPlan(rs *ruleset, main *nftables.Chain, prefix string, plan *qos.Plan) {
 	rs.rules[main.Name] = append(rs.rules[main.Name], acceptNDP())
+	if rm := plan.Remark; rm != nil {
+		for _, v6 := range []bool{false, true} {
+			for _, span := range rm.Ranges {
+				rs.rules[main.Name] = append(rs.rules[main.Name],
+					concat(matchProtocol(v6), matchDSCPRange(v6, span.From, span.To), setDSCP(v6, rm.To)))
+			}
+		}
+	}
 	for _, r := range plan.Rules {
 		addRule(rs, main, prefix, r)
 	}
