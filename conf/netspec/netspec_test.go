@@ -105,6 +105,26 @@ func TestNetwork(t *testing.T) {
 	}
 }
 
+// TestDSCPPolicy: the ClusterNetwork's dscpPolicy reaches the plugin as
+// its top-level dscpPolicy, and a Network asking for a DSCP it leaves out
+// is refused, naming the field.
+func TestDSCPPolicy(t *testing.T) {
+	cn := vlanCN(`{"type":"dhcp"}`)
+	cn.Spec.DSCPPolicy = &ncv1.DSCPPolicy{Allowed: []ncv1.DSCPRange{{First: 0, Last: 40}}, Remark: i32(8)}
+	n := network("red", "trunk", i32(100), nil)
+	cfg, err := netspec.Network(n, cn, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"dscpPolicy":{"allowed":[{"first":0,"last":40}],"remark":8}`; !strings.Contains(string(cfg), want) {
+		t.Errorf("config %s lacks %s", cfg, want)
+	}
+	n.Spec.QoS = &ncv1.InterfaceQoS{DSCP: i32(46)}
+	if _, err := netspec.Network(n, cn, nil, nil); err == nil || !strings.Contains(err.Error(), "qos.dscp: 46 is not allowed by dscpPolicy (allowed 0-40)") {
+		t.Errorf("a Network marking EF under a policy allowing 0-40: %v, want it named", err)
+	}
+}
+
 // TestQueueAndPCPMap: the ClusterNetwork's qos.queue reaches the plugin
 // unless the Network names another, and the VLAN options' pcpMap reaches
 // netclass-vlan, where an invalid one is refused.

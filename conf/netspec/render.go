@@ -56,6 +56,9 @@ type mainConfig struct {
 	PCPMap   map[string]int32 `json:"pcpMap,omitempty"`
 	IPAM     json.RawMessage  `json:"ipam,omitempty"`
 	QoS      *interfaceQoS    `json:"qos,omitempty"`
+	// DSCPPolicy is the ClusterNetwork's, which the plugins enforce (the
+	// same JSON shape as conf/qos.DSCPPolicy).
+	DSCPPolicy *ncv1.DSCPPolicy `json:"dscpPolicy,omitempty"`
 }
 
 // interfaceQoS is the interface-wide part of the plugins' qos block.
@@ -104,6 +107,7 @@ func Network(n *ncv1.Network, cn *ncv1.ClusterNetwork, opts *ncv1.Options, node 
 		return nil, err
 	}
 	cfg.QoS = mergeQoS(cn.Spec.QoS, n.Spec.QoS)
+	cfg.DSCPPolicy = cn.Spec.DSCPPolicy
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)

@@ -47,6 +47,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &netclassv1alpha1.ClusterNetworkStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Destination"):
 		return &netclassv1alpha1.DestinationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DSCPPolicy"):
+		return &netclassv1alpha1.DSCPPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DSCPRange"):
+		return &netclassv1alpha1.DSCPRangeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("IDRange"):
 		return &netclassv1alpha1.IDRangeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InterfaceQoS"):

@@ -132,6 +132,53 @@ type ClusterNetworkSpec struct {
 	// +listType=atomic
 	// +optional
 	SegmentIDs []IDRange `json:"segmentIds,omitempty"`
+
+	// dscpPolicy is the DSCP values the pods of its Networks may send to
+	// the fabric, as an untrusted switch port enforces them. A DSCP its
+	// Networks, their claims or NetworkQoS rules ask for must be allowed
+	// (a Network asking for another is not Ready, reason InvalidConfig; a
+	// claim is refused at Prepare; a NetworkQoS rule is left out and
+	// named), and a packet a pod marked itself with a value not allowed
+	// leaves its port re-marked with remark. Unset: every value, and a
+	// pod's own marking passes.
+	// +optional
+	DSCPPolicy *DSCPPolicy `json:"dscpPolicy,omitempty"`
+}
+
+// DSCPPolicy is the DSCP values an attachment's packets may leave with.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.remark) ? self.allowed.exists(r, r.first <= self.remark && self.remark <= r.last) : self.allowed.exists(r, r.first == 0)",message="remark must be an allowed value (and is required when allowed leaves out 0)"
+type DSCPPolicy struct {
+	// allowed lists the ranges of DSCP values allowed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +required
+	Allowed []DSCPRange `json:"allowed"`
+
+	// remark is the DSCP a packet whose own DSCP is not allowed leaves
+	// with. Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=63
+	// +optional
+	Remark *int32 `json:"remark,omitempty"`
+}
+
+// DSCPRange is the DSCP values from first to last, both included.
+//
+// +kubebuilder:validation:XValidation:rule="self.last >= self.first",message="last must not be below first"
+type DSCPRange struct {
+	// first is the range's lowest value.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=63
+	// +required
+	First int32 `json:"first"`
+
+	// last is the range's highest value.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=63
+	// +required
+	Last int32 `json:"last"`
 }
 
 // IDRange is the VLAN IDs or VNIs from first to last, both included.

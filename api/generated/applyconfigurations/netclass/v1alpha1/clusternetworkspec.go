@@ -61,6 +61,15 @@ type ClusterNetworkSpecApplyConfiguration struct {
 	// join an infrastructure VLAN trunked to the nodes nor reserve the IDs
 	// an admin keeps for others.
 	SegmentIDs []IDRangeApplyConfiguration `json:"segmentIds,omitempty"`
+	// dscpPolicy is the DSCP values the pods of its Networks may send to
+	// the fabric, as an untrusted switch port enforces them. A DSCP its
+	// Networks, their claims or NetworkQoS rules ask for must be allowed
+	// (a Network asking for another is not Ready, reason InvalidConfig; a
+	// claim is refused at Prepare; a NetworkQoS rule is left out and
+	// named), and a packet a pod marked itself with a value not allowed
+	// leaves its port re-marked with remark. Unset: every value, and a
+	// pod's own marking passes.
+	DSCPPolicy *DSCPPolicyApplyConfiguration `json:"dscpPolicy,omitempty"`
 }
 
 // ClusterNetworkSpecApplyConfiguration constructs a declarative configuration of the ClusterNetworkSpec type for use with
@@ -151,5 +160,13 @@ func (b *ClusterNetworkSpecApplyConfiguration) WithSegmentIDs(values ...*IDRange
 		}
 		b.SegmentIDs = append(b.SegmentIDs, *values[i])
 	}
+	return b
+}
+
+// WithDSCPPolicy sets the DSCPPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DSCPPolicy field is set to the value of the last call.
+func (b *ClusterNetworkSpecApplyConfiguration) WithDSCPPolicy(value *DSCPPolicyApplyConfiguration) *ClusterNetworkSpecApplyConfiguration {
+	b.DSCPPolicy = value
 	return b
 }
