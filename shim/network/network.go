@@ -19,6 +19,7 @@ import (
 	"github.com/netclass-dev/netclass/conf/bandwidth"
 	"github.com/netclass-dev/netclass/conf/netconf"
 	"github.com/netclass-dev/netclass/conf/netspec"
+	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/shim/attachment"
 )
 
@@ -72,6 +73,10 @@ type Network struct {
 	// attachments made through the NAD are on that network, and a policy
 	// scope naming it covers them (nil otherwise).
 	Backing *attachment.NetworkRef
+	// DSCPPolicy is the DSCP values its attachments may send (the
+	// config's dscpPolicy, an admin's; nil: any): the rules NetworkQoS
+	// gives them must keep to it too.
+	DSCPPolicy *qos.DSCPPolicy
 
 	holder netspec.Holder
 }
@@ -127,6 +132,8 @@ type mainParams struct {
 	VNI      int    `json:"vni"`
 	VLANID   int    `json:"vlanId"`
 	DeviceID string `json:"deviceID"`
+	// DSCPPolicy is the admin's (validated by netconf above).
+	DSCPPolicy *qos.DSCPPolicy `json:"dscpPolicy"`
 }
 
 // FromPodNetwork describes a PodNetwork of the class as this node runs it
@@ -269,5 +276,6 @@ func describe(ref attachment.NetworkRef, labels map[string]string, params []byte
 	return Network{
 		Ref: ref, Labels: labels, Type: p.Type, Config: conf,
 		Master: p.Master, ClusterNetwork: clusterNetwork, VNI: p.VNI, VLANID: p.VLANID, DeviceID: p.DeviceID,
+		DSCPPolicy: p.DSCPPolicy,
 	}, nil
 }

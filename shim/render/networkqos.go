@@ -232,6 +232,10 @@ func compileRule(obj *ncv1.NetworkQoS, i int, r ncv1.Rule, t Target, res *resolv
 	if err := out.Validate(""); err != nil {
 		return qos.Rule{}, false, ignored(err)
 	}
+	// The admin's DSCP policy of the network is no tenant's to widen.
+	if err := t.Network.DSCPPolicy.CheckRule(&out, ""); err != nil {
+		return qos.Rule{}, false, ignored(err)
+	}
 	if r.Classifier == nil || len(r.Classifier.To) == 0 {
 		return out, true, nil
 	}

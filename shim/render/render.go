@@ -61,6 +61,9 @@ func ConfList(in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := in.Network.DSCPPolicy.Check(claimQoS(in.Config), "qos"); err != nil {
+		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
+	}
 	delete(main, "qos")
 	delete(main, "name")
 	delete(main, "cniVersion")
@@ -72,7 +75,12 @@ func ConfList(in Input) ([]byte, error) {
 	}
 	plugins := []any{main}
 	if len(in.Rules) > 0 {
-		plugins = append(plugins, map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]})
+		chained := map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]}
+		if p, ok := main["dscpPolicy"]; ok { // the QoS plugin enforces it with the rest
+			chained["dscpPolicy"] = p
+			delete(main, "dscpPolicy")
+		}
+		plugins = append(plugins, chained)
 	} else if !eff.IsZero() {
 		main["qos"] = eff
 	}
@@ -85,6 +93,14 @@ func ConfList(in Input) ([]byte, error) {
 		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
 	}
 	return out, nil
+}
+
+// claimQoS is the qos of the claim's configuration (nil: none).
+func claimQoS(cfg *contract.AttachmentConfig) *qos.Spec {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.QoS
 }
 
 // StaticAddresses refuses a static MAC or static IPs unless the network allows

@@ -69,6 +69,9 @@ type ForeignAttachment struct {
 func (f ForeignAttachment) Network() network.Network {
 	n := network.FromNAD(f.NAD)
 	n.Backing = f.Backing
+	if f.Base != nil {
+		n.DSCPPolicy = f.Base.Policy // the NAD config's, which its plugin enforces
+	}
 	return n
 }
 
