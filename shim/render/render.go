@@ -73,18 +73,7 @@ func ConfList(in Input) ([]byte, error) {
 	if s := Share(in); s != nil {
 		main["bandwidthShare"] = s
 	}
-	plugins := []any{main}
-	if len(in.Rules) > 0 {
-		chained := map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, in.Rules), "dataDir": main["dataDir"]}
-		if p, ok := main["dscpPolicy"]; ok { // the QoS plugin enforces it with the rest
-			chained["dscpPolicy"] = p
-			delete(main, "dscpPolicy")
-		}
-		plugins = append(plugins, chained)
-	} else if !eff.IsZero() {
-		main["qos"] = eff
-	}
-	list := map[string]any{"cniVersion": contract.CNIVersion, "name": name, "plugins": plugins}
+	list := map[string]any{"cniVersion": contract.CNIVersion, "name": name, "plugins": qosPlugins(main, eff, in.Rules)}
 	out, err := json.Marshal(list)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
@@ -93,6 +82,24 @@ func ConfList(in Input) ([]byte, error) {
 		return nil, fmt.Errorf("render %s: %w", in.Network.Ref, err)
 	}
 	return out, nil
+}
+
+// qosPlugins puts the attachment's QoS where one plugin enforces all of
+// it: the main plugin, or, when NetworkQoS rules apply, a chained
+// netclass-qos carrying the merged block and the network's dscpPolicy.
+func qosPlugins(main map[string]any, eff *qos.Spec, rules []qos.Rule) []any {
+	if len(rules) == 0 {
+		if !eff.IsZero() {
+			main["qos"] = eff
+		}
+		return []any{main}
+	}
+	chained := map[string]any{"type": netconf.TypeQoS, "qos": WithRules(eff, rules), "dataDir": main["dataDir"]}
+	if p, ok := main["dscpPolicy"]; ok {
+		chained["dscpPolicy"] = p
+		delete(main, "dscpPolicy")
+	}
+	return []any{main, chained}
 }
 
 // claimQoS is the qos of the claim's configuration (nil: none).
