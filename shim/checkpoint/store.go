@@ -28,6 +28,7 @@ type Store struct {
 	mu     sync.Mutex
 	claims map[types.UID][]byte // encoded records: every read decodes a private copy
 	byPod  map[types.UID]map[types.UID]bool
+	byName map[types.NamespacedName]types.UID
 }
 
 // Open loads every record of dir (creating it). Leftover temporary files of an
@@ -36,7 +37,8 @@ type Store struct {
 // records set aside by an earlier start: a caller must not garbage-collect
 // attachments while Open reports any.
 func Open(dir string) (*Store, []error) {
-	s := &Store{dir: dir, claims: map[types.UID][]byte{}, byPod: map[types.UID]map[types.UID]bool{}}
+	s := &Store{dir: dir, claims: map[types.UID][]byte{}, byPod: map[types.UID]map[types.UID]bool{},
+		byName: map[types.NamespacedName]types.UID{}}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, []error{fmt.Errorf("create checkpoint directory %s: %w", dir, err)}
 	}
@@ -96,6 +98,15 @@ func (s *Store) Get(uid types.UID) (*Claim, bool) {
 		return nil, false
 	}
 	return c, true
+}
+
+// Prepared returns the UID of the record of the claim with that name, if
+// there is one, without decoding any record.
+func (s *Store) Prepared(namespace, name string) (types.UID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uid, ok := s.byName[types.NamespacedName{Namespace: namespace, Name: name}]
+	return uid, ok
 }
 
 // List returns copies of every record, sorted by namespace and name.
@@ -202,6 +213,7 @@ func (s *Store) Delete(uid types.UID) error {
 // remember and forget maintain the maps; the caller holds the lock (or owns s).
 func (s *Store) remember(uid types.UID, raw []byte, c *Claim) {
 	s.claims[uid] = raw
+	s.byName[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = uid
 	for _, p := range c.Pods {
 		if s.byPod[p.UID] == nil {
 			s.byPod[p.UID] = map[types.UID]bool{}
@@ -212,6 +224,11 @@ func (s *Store) remember(uid types.UID, raw []byte, c *Claim) {
 
 func (s *Store) forget(uid types.UID) {
 	delete(s.claims, uid)
+	for name, u := range s.byName {
+		if u == uid {
+			delete(s.byName, name)
+		}
+	}
 	for pod, set := range s.byPod {
 		delete(set, uid)
 		if len(set) == 0 {

@@ -69,11 +69,17 @@ func TestStore(t *testing.T) {
 	if err := s.Update("missing", func(*Claim) error { return nil }); err == nil {
 		t.Fatal("update of a missing record succeeded")
 	}
+	if uid, ok := s.Prepared("ns", "claim-c2"); !ok || uid != "c2" {
+		t.Errorf("Prepared(ns, claim-c2) = %q, %v", uid, ok)
+	}
 	if err := s.Delete("c2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete("c2"); err != nil {
 		t.Fatalf("second delete: %v", err)
+	}
+	if uid, ok := s.Prepared("ns", "claim-c2"); ok {
+		t.Errorf("a deleted record is still found by name (%s)", uid)
 	}
 
 	// Everything survives a reopen; leftovers are cleaned, corrupt records set aside.
@@ -105,6 +111,9 @@ func TestStore(t *testing.T) {
 	}
 	if len(s2.ForPod("p2")) != 1 || len(s2.ForPod("p1")) != 1 {
 		t.Error("pod index not rebuilt")
+	}
+	if uid, ok := s2.Prepared("ns", "claim-c3"); !ok || uid != "c3" {
+		t.Errorf("name index not rebuilt: Prepared(ns, claim-c3) = %q, %v", uid, ok)
 	}
 }
 

@@ -20,7 +20,9 @@ type Claims interface {
 // start without its interface. Called as the pod's sandbox starts, before
 // its attachments are planned; it costs a cache read for a pod that names no
 // ResourceClaim itself (claims from templates are never shared), and an API
-// read per claim it names.
+// read only for a claim it names that is prepared on the node for other
+// pods but not yet for it: a claim of another driver, or one prepared for
+// the pod, is never read (nor can it fail the pod's start).
 func (p *Plugin) JoinShared(ctx context.Context, pod types.NamespacedName, uid types.UID) error {
 	if p.Claims == nil {
 		return nil
@@ -31,21 +33,32 @@ func (p *Plugin) JoinShared(ctx context.Context, pod types.NamespacedName, uid t
 	}
 	var errs []error
 	for _, rc := range obj.Spec.ResourceClaims {
-		if rc.ResourceClaimName == nil {
-			continue
+		if rc.ResourceClaimName != nil {
+			errs = append(errs, p.join(ctx, pod, uid, *rc.ResourceClaimName))
 		}
-		claim, err := p.Claims.Claim(ctx, pod.Namespace, *rc.ResourceClaimName)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read claim %s/%s of pod %s: %w", pod.Namespace, *rc.ResourceClaimName, pod.Name, err))
-			continue
-		}
-		rec, ok := p.Store.Get(claim.UID)
-		if !ok || rec.HasPod(uid) || !reserves(claim, uid) {
-			continue
-		}
-		errs = append(errs, p.refreshPods(ctx, claim, rec))
 	}
 	return errors.Join(errs...)
+}
+
+// join records the pod on the node's record of the named claim, when the
+// claim is reserved for it and the record does not name it yet.
+func (p *Plugin) join(ctx context.Context, pod types.NamespacedName, uid types.UID, name string) error {
+	recUID, ok := p.Store.Prepared(pod.Namespace, name)
+	if !ok {
+		return nil
+	}
+	if rec, ok := p.Store.Get(recUID); !ok || rec.HasPod(uid) {
+		return nil
+	}
+	claim, err := p.Claims.Claim(ctx, pod.Namespace, name)
+	if err != nil {
+		return fmt.Errorf("read claim %s/%s of pod %s: %w", pod.Namespace, name, pod.Name, err)
+	}
+	rec, ok := p.Store.Get(claim.UID) // a claim recreated under the name has another UID, and no record
+	if !ok || rec.HasPod(uid) || !reserves(claim, uid) {
+		return nil
+	}
+	return p.refreshPods(ctx, claim, rec)
 }
 
 // reserves reports whether the claim is reserved for the pod.

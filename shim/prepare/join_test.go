@@ -22,7 +22,8 @@ func (f fakeClaims) Claim(_ context.Context, ns, name string) (*resourceapi.Reso
 
 // A pod that joins a claim prepared on the node for another pod (the kubelet
 // does not prepare it again) is recorded when its sandbox starts; a pod the
-// claim is not reserved for, and one naming no claim itself, are not.
+// claim is not reserved for, and one naming no claim itself, are not; only
+// a pod that may be joining costs an API read.
 func TestJoinShared(t *testing.T) {
 	h := newHarness(t)
 	a, b, c := podNamed("default", "pod-a", "pod-a-uid"), podNamed("default", "pod-b", "pod-b-uid"), podNamed("default", "pod-c", "pod-c-uid")
@@ -50,8 +51,20 @@ func TestJoinShared(t *testing.T) {
 	if !rec.HasPod(a.UID) || !rec.HasPod(b.UID) || rec.HasPod(c.UID) || len(rec.Pods) != 2 {
 		t.Errorf("recorded pods %+v, want pod-a and pod-b", rec.Pods)
 	}
+	// The API cannot be read: a pod that may be joining fails (it would
+	// start without its interface); one already recorded, and one naming
+	// only claims the node has not prepared (another driver's), start.
 	h.plugin.Claims = fakeClaims{}
-	if err := join(b); err == nil {
+	if err := join(c); err == nil {
 		t.Error("a claim that cannot be read: no error (the pod would start without its interface)")
+	}
+	if err := join(b); err != nil {
+		t.Errorf("a pod the record names already: %v", err)
+	}
+	other := podNamed("default", "other", "other-uid")
+	other.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
+	h.plugin.Pods = fakePods{"default/other": other}
+	if err := join(other); err != nil {
+		t.Errorf("a pod naming a claim not prepared on the node: %v (its start would fail during an API outage)", err)
 	}
 }
