@@ -24,10 +24,7 @@ import (
 func directionRules(rs *ruleset, chain string, ingress bool, d netpol.Direction) [][]expr.Any {
 	var rules [][]expr.Any
 	if len(d.Admin) > 0 {
-		admin := chain + "/admin"
-		rs.chains = append(rs.chains, &nftables.Chain{Name: admin, Table: rs.table})
-		rs.rules[admin] = verdictRules(rs, admin+"/v", ingress, d.Admin, expr.VerdictReturn)
-		rules = append(rules, []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: admin}})
+		rules = append(rules, adminJump(rs, chain, ingress, d.Admin))
 	}
 	if d.Isolated {
 		for i, a := range d.Allow {
@@ -37,6 +34,15 @@ func directionRules(rs *ruleset, chain string, ingress bool, d netpol.Direction)
 	}
 	rules = append(rules, verdictRules(rs, chain+"/b", ingress, d.Baseline, expr.VerdictAccept)...)
 	return append(rules, []expr.Any{verdict(expr.VerdictAccept)})
+}
+
+// adminJump renders the Admin tier's chain, chain+"/admin" (a Pass
+// returns from it), and returns the rule jumping to it.
+func adminJump(rs *ruleset, chain string, ingress bool, admin []netpol.Verdict) []expr.Any {
+	name := chain + "/admin"
+	rs.chains = append(rs.chains, &nftables.Chain{Name: name, Table: rs.table})
+	rs.rules[name] = verdictRules(rs, name+"/v", ingress, admin, expr.VerdictReturn)
+	return []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: name}}
 }
 
 // verdictRules renders ordered verdicts, their sets named prefix<N>; pass
@@ -73,6 +79,9 @@ func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind exp
 			continue
 		}
 		head := matchNFProto(fam.v6)
+		if rs.table.Family == nftables.TableFamilyBridge { // the frame's ethertype: nfproto is the bridge's there
+			head = matchProtocol(fam.v6)
+		}
 		if fam.ranges != nil {
 			s := peerSet(rs, name, fam.v6, fam.ranges)
 			head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))

@@ -62,15 +62,17 @@ func TestHostPolicyVerdicts(t *testing.T) {
 	b.nft(t, noAdminChain)
 }
 
-// noAdminChain fails when a port's Admin chain is left in the host table.
+// noAdminChain fails when a port's Admin chain is left in the host tables.
 func noAdminChain(conn *nftables.Conn) error {
-	chains, err := conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return err
-	}
-	for _, ch := range chains {
-		if ch.Table.Name == HostPolicyTable && strings.HasSuffix(ch.Name, "/admin") {
-			return fmt.Errorf("chain %s is left once the plan has no Admin verdict", ch.Name)
+	for _, fam := range []nftables.TableFamily{nftables.TableFamilyINet, nftables.TableFamilyBridge} {
+		chains, err := conn.ListChainsOfTableFamily(fam)
+		if err != nil {
+			return err
+		}
+		for _, ch := range chains {
+			if ch.Table.Name == HostPolicyTable && strings.HasSuffix(ch.Name, "/admin") {
+				return fmt.Errorf("chain %s is left once the plan has no Admin verdict", ch.Name)
+			}
 		}
 	}
 	return nil
