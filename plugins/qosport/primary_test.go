@@ -1,17 +1,14 @@
 package qosport
 
 import (
-	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/nftables"
 
 	"github.com/netclass-dev/netclass/conf/qos"
 	"github.com/netclass-dev/netclass/plugins/kernel/nft"
 	"github.com/netclass-dev/netclass/test/nstest"
-	"github.com/netclass-dev/netclass/test/traffic"
 )
 
 // primaryCNI is a pod's primary interface as a bridge-based primary CNI
@@ -87,20 +84,7 @@ func (c *primaryCNI) sync(t *testing.T, plan *qos.Plan) Result {
 // DSCP the peer receives it with.
 func (c *primaryCNI) dscpAtPeer(t *testing.T, dst string) uint8 {
 	t.Helper()
-	s, err := traffic.Sniff(c.peer, "eth0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	addr := netip.MustParseAddr(dst)
-	if err := traffic.SendUDP(c.pod, addr, 9999, 0, 5, 10*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	got := s.WaitFor(func(p traffic.Packet) bool { return p.Dst == addr && p.DstPort == 9999 }, 3, 2*time.Second)
-	if len(got) < 3 {
-		t.Fatalf("the peer saw %d of the pod's datagrams to %s", len(got), dst)
-	}
-	return got[0].DSCP
+	return c.dscpFrom(t, dst, 0)
 }
 
 func primaryPlan(rules ...qos.Rule) *qos.Plan { return qos.Compile(&qos.Spec{Egress: rules}) }
