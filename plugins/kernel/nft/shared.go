@@ -37,6 +37,11 @@ type portObjects struct {
 	elements map[string][]nftables.SetElement // map name -> elements, with VerdictData
 }
 
+// empty reports whether the port has nothing in the table.
+func (p *portObjects) empty() bool {
+	return len(p.rs.chains) == 0 && len(p.rs.sets) == 0 && len(p.elements) == 0
+}
+
 // newPort returns an empty portObjects of the table, its set IDs after lastSet.
 func (s *sharedTable) newPort(lastSet uint32) *portObjects {
 	return &portObjects{
@@ -138,6 +143,8 @@ func (s *sharedTable) check(c *nftables.Conn, port string, want *portObjects) er
 	switch {
 	case err != nil:
 		return err
+	case !st.present && want.empty():
+		return nil // nothing of the port's belongs here, and no port made the table yet
 	case !st.present:
 		return fmt.Errorf("nftables table %s is missing", s.table.Name)
 	case !st.baseOK:

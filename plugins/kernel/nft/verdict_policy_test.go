@@ -117,3 +117,21 @@ func TestPolicyVerdictsInPod(t *testing.T) {
 		}
 	}
 }
+
+// A port whose plan needs only the inet table (Admin egress verdicts, no
+// isolation) checks out on a node where no port made the bridge table.
+func TestCheckWithoutTheBridgeTable(t *testing.T) {
+	b := newSwitchBed(t, "a", "b")
+	a := b.pods["a"]
+	b.guard(t, false, "a", "b")
+	listen(t, a.ns, a.ip.String(), 80)
+	deny := []netpol.Verdict{{Action: netpol.Deny, Match: netpol.Allow{V4: hostRanges(a.ip), V6: []qos.Range{}}}}
+	b.policy(t, map[string]*netpol.Plan{"b": {Egress: netpol.Direction{Admin: deny}}}) // syncs, then checks
+	if b.tcp(t, "b", "a", 80) {
+		t.Error("b reaches a past an Admin egress Deny")
+	}
+	b.policy(t, map[string]*netpol.Plan{"b": {}})
+	if !b.tcp(t, "b", "a", 80) {
+		t.Error("b does not reach a once the Deny went")
+	}
+}
