@@ -226,6 +226,8 @@ func recordedConfig(raw []byte) (base *qos.Spec, startClosed bool) {
 		common = &c.Common
 	case *netconf.SRIOV:
 		common = &c.Common
+	case *netconf.QoSChain: // chained after a foreign plugin (bridge, macvlan...): the QoS, and its dscpPolicy, are its
+		common = &c.Common
 	default:
 		return nil, false
 	}

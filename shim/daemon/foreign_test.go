@@ -121,6 +121,12 @@ func TestRecordedConfig(t *testing.T) {
 			t.Errorf("%s: %+v, want dscp %d", tc.raw, got, tc.dscp)
 		}
 	}
+	// netclass-qos chained after a foreign plugin: its qos and the admin's
+	// dscpPolicy, which the agent's plans must keep.
+	got, _ := recordedConfig([]byte(`{"cniVersion":"1.0.0","name":"n","type":"netclass-qos","qos":{"dscp":10},"dscpPolicy":{"allowed":[{"first":0,"last":40}]}}`))
+	if got == nil || got.DSCP == nil || *got.DSCP != 10 || got.Policy == nil || got.Policy.Allows(46) {
+		t.Errorf("a netclass-qos record: %+v, want dscp 10 under the policy 0-40", got)
+	}
 }
 
 // A record appearing or going in the store asks for a sync; nothing else
