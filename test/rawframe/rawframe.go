@@ -30,6 +30,10 @@ type Frame struct {
 	Src, Dst net.HardwareAddr
 	Type     uint16
 	Payload  []byte
+	// SockProtocol, when set, is the protocol the packet socket gives the
+	// frame (sll_protocol, which becomes its skb protocol) instead of Type:
+	// what a pod with CAP_NET_RAW can do.
+	SockProtocol uint16
 }
 
 // Bytes is the frame as it goes on the wire.
@@ -139,7 +143,11 @@ func Send(ifname string, f Frame) error {
 		return fmt.Errorf("packet socket: %w", err)
 	}
 	defer unix.Close(fd)
-	to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6, Protocol: htons(f.Type)}
+	proto := f.Type
+	if f.SockProtocol != 0 {
+		proto = f.SockProtocol
+	}
+	to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6, Protocol: htons(proto)}
 	copy(to.Addr[:], f.Dst)
 	if err := unix.Sendto(fd, f.Bytes(), 0, to); err != nil {
 		return fmt.Errorf("send a frame on %s: %w", ifname, err)

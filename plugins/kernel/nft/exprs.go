@@ -131,6 +131,19 @@ func matchDSCPRange(v6 bool, from, to uint8) []expr.Any {
 	}
 }
 
+// dropMislabelled: `ether type ip meta protocol != ip drop` (ip6 alike).
+func dropMislabelled(v6 bool) []expr.Any {
+	proto := uint16(unix.ETH_P_IP)
+	if v6 {
+		proto = unix.ETH_P_IPV6
+	}
+	return concat(matchEtherType(proto), []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyPROTOCOL, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, proto)},
+		verdict(expr.VerdictDrop),
+	})
+}
+
 // dropOver: `limit rate over <rate> bytes/second burst <b> bytes drop`, a
 // token bucket of the given size refilled at rate.
 func dropOver(rateBytes, bucketBytes uint64) []expr.Any {

@@ -43,14 +43,20 @@ func podRuleset(ifname string, plan *qos.Plan) *ruleset {
 }
 
 // netdevRuleset renders a plan's rules into table t: a base chain of the
-// device's hook (priority filter, policy accept) and its rN chains.
+// device's hook (priority filter, policy accept) and its rN chains. The
+// chain first drops IP frames whose skb protocol says otherwise: a packet
+// socket (CAP_NET_RAW, every default pod's) gives its frames any protocol
+// (sll_protocol), and such a frame would match none of the rules keyed on
+// it, the re-marking of the admin's DSCP policy and the meters included.
 func netdevRuleset(t *nftables.Table, chain string, hook *nftables.ChainHook, device string, plan *qos.Plan) *ruleset {
 	base := &nftables.Chain{
 		Name: chain, Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: hook, Priority: nftables.ChainPriorityFilter,
 		Device: device, Policy: policyAccept(),
 	}
-	rs := &ruleset{table: t, chains: []*nftables.Chain{base}, rules: map[string][][]expr.Any{}}
+	rs := &ruleset{table: t, chains: []*nftables.Chain{base}, rules: map[string][][]expr.Any{
+		chain: {dropMislabelled(false), dropMislabelled(true)},
+	}}
 	renderPlan(rs, base, "", plan)
 	return rs
 }

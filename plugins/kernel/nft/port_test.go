@@ -151,7 +151,8 @@ func TestConcurrentPortsShareOneBase(t *testing.T) {
 }
 
 // An admin's DSCP policy renders as nft writes it: per family and range
-// left out, a re-marking rule before the rules (here 41-45 and 47-63, 46
+// left out, a re-marking rule before all others, NDP's accept included
+// (here 41-45 and 47-63, 46
 // allowed; nft lists DSCP ranges in hex), and CHECK accepts what it applied.
 func TestPortRemarkMatchesNftSyntax(t *testing.T) {
 	n := nstest.New(t)
@@ -162,9 +163,10 @@ func TestPortRemarkMatchesNftSyntax(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := nftList(t, n, "table", "bridge", PortQoSTable)
-	want := "chain port/nc0123 {\n\t\ticmpv6 type 133-137 accept\n" +
+	want := "chain port/nc0123 {\n" +
 		"\t\tip dscp 0x29-0x2d ip dscp set cs0\n\t\tip dscp 0x2f-0x3f ip dscp set cs0\n" +
-		"\t\tip6 dscp 0x29-0x2d ip6 dscp set cs0\n\t\tip6 dscp 0x2f-0x3f ip6 dscp set cs0\n\t}"
+		"\t\tip6 dscp 0x29-0x2d ip6 dscp set cs0\n\t\tip6 dscp 0x2f-0x3f ip6 dscp set cs0\n" +
+		"\t\ticmpv6 type 133-137 accept\n\t}"
 	if !strings.Contains(got, want) {
 		t.Errorf("nft list lacks %q:\n%s", want, got)
 	}

@@ -15,9 +15,9 @@ import (
 // named prefix+"r<N>" (with its address sets prefix+"r<N>_v4|_v6"):
 //
 //	main:
-//	  meta protocol ip6 meta l4proto ipv6-icmp icmpv6 type 133-137 accept  (NDP untouched)
 //	  meta protocol F <dscp> A-B <dscp set R>     (per family and range the admin's policy
-//	                                              leaves out: re-marked before any rule)
+//	                                              leaves out: re-marked first, NDP included)
+//	  meta protocol ip6 meta l4proto ipv6-icmp icmpv6 type 133-137 accept  (NDP neither marked nor metered)
 //	  meta protocol F [F daddr @<prefix>rN_F] [meta l4proto P [th dport D]] goto <prefix>rN
 //	                                              (per rule and family, in precedence order)
 //	  meta protocol F <dscp set>                   (the attachment's DSCP, per family)
@@ -28,7 +28,8 @@ import (
 // and bridge families see alike; ARP and every other non-IP frame match
 // nothing and pass untouched.
 func renderPlan(rs *ruleset, main *nftables.Chain, prefix string, plan *qos.Plan) {
-	rs.rules[main.Name] = append(rs.rules[main.Name], acceptNDP())
+	// The re-marking comes before the NDP accept: anything can be sent as
+	// an ICMPv6 type 133-137 packet, to any address.
 	if rm := plan.Remark; rm != nil {
 		for _, v6 := range []bool{false, true} {
 			for _, span := range rm.Ranges {
@@ -37,6 +38,7 @@ func renderPlan(rs *ruleset, main *nftables.Chain, prefix string, plan *qos.Plan
 			}
 		}
 	}
+	rs.rules[main.Name] = append(rs.rules[main.Name], acceptNDP())
 	for _, r := range plan.Rules {
 		addRule(rs, main, prefix, r)
 	}
