@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ type Store struct {
 	mu     sync.Mutex
 	claims map[types.UID][]byte // encoded records: every read decodes a private copy
 	byPod  map[types.UID]map[types.UID]bool
-	byName map[types.NamespacedName]types.UID
+	byName map[types.NamespacedName]map[types.UID]bool // a claim recreated under its name has two records for a while
 }
 
 // Open loads every record of dir (creating it). Leftover temporary files of an
@@ -38,7 +39,7 @@ type Store struct {
 // attachments while Open reports any.
 func Open(dir string) (*Store, []error) {
 	s := &Store{dir: dir, claims: map[types.UID][]byte{}, byPod: map[types.UID]map[types.UID]bool{},
-		byName: map[types.NamespacedName]types.UID{}}
+		byName: map[types.NamespacedName]map[types.UID]bool{}}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, []error{fmt.Errorf("create checkpoint directory %s: %w", dir, err)}
 	}
@@ -100,13 +101,19 @@ func (s *Store) Get(uid types.UID) (*Claim, bool) {
 	return c, true
 }
 
-// Prepared returns the UID of the record of the claim with that name, if
-// there is one, without decoding any record.
-func (s *Store) Prepared(namespace, name string) (types.UID, bool) {
+// Prepared returns the UIDs of the records of claims with that name (a
+// claim deleted and created again under its name has two for a while),
+// without decoding any record.
+func (s *Store) Prepared(namespace, name string) []types.UID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	uid, ok := s.byName[types.NamespacedName{Namespace: namespace, Name: name}]
-	return uid, ok
+	set := s.byName[types.NamespacedName{Namespace: namespace, Name: name}]
+	out := make([]types.UID, 0, len(set))
+	for uid := range set {
+		out = append(out, uid)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // List returns copies of every record, sorted by namespace and name.
@@ -213,7 +220,11 @@ func (s *Store) Delete(uid types.UID) error {
 // remember and forget maintain the maps; the caller holds the lock (or owns s).
 func (s *Store) remember(uid types.UID, raw []byte, c *Claim) {
 	s.claims[uid] = raw
-	s.byName[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = uid
+	name := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	if s.byName[name] == nil {
+		s.byName[name] = map[types.UID]bool{}
+	}
+	s.byName[name][uid] = true
 	for _, p := range c.Pods {
 		if s.byPod[p.UID] == nil {
 			s.byPod[p.UID] = map[types.UID]bool{}
@@ -224,8 +235,9 @@ func (s *Store) remember(uid types.UID, raw []byte, c *Claim) {
 
 func (s *Store) forget(uid types.UID) {
 	delete(s.claims, uid)
-	for name, u := range s.byName {
-		if u == uid {
+	for name, set := range s.byName {
+		delete(set, uid)
+		if len(set) == 0 {
 			delete(s.byName, name)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,8 +70,19 @@ func TestStore(t *testing.T) {
 	if err := s.Update("missing", func(*Claim) error { return nil }); err == nil {
 		t.Fatal("update of a missing record succeeded")
 	}
-	if uid, ok := s.Prepared("ns", "claim-c2"); !ok || uid != "c2" {
-		t.Errorf("Prepared(ns, claim-c2) = %q, %v", uid, ok)
+	if got := s.Prepared("ns", "claim-c2"); !slices.Equal(got, []types.UID{"c2"}) {
+		t.Errorf("Prepared(ns, claim-c2) = %v", got)
+	}
+	again := record("c2b", "p1") // created again under c2's name, c2's record still here
+	again.Name = "claim-c2"
+	if err := s.Put(again); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update("c2", func(*Claim) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Prepared("ns", "claim-c2"); !slices.Equal(got, []types.UID{"c2", "c2b"}) {
+		t.Errorf("Prepared(ns, claim-c2) with two records = %v", got)
 	}
 	if err := s.Delete("c2"); err != nil {
 		t.Fatal(err)
@@ -78,8 +90,11 @@ func TestStore(t *testing.T) {
 	if err := s.Delete("c2"); err != nil {
 		t.Fatalf("second delete: %v", err)
 	}
-	if uid, ok := s.Prepared("ns", "claim-c2"); ok {
-		t.Errorf("a deleted record is still found by name (%s)", uid)
+	if got := s.Prepared("ns", "claim-c2"); !slices.Equal(got, []types.UID{"c2b"}) {
+		t.Errorf("after c2 went Prepared(ns, claim-c2) = %v, want the new claim's record only", got)
+	}
+	if err := s.Delete("c2b"); err != nil {
+		t.Fatal(err)
 	}
 
 	// Everything survives a reopen; leftovers are cleaned, corrupt records set aside.
@@ -112,8 +127,8 @@ func TestStore(t *testing.T) {
 	if len(s2.ForPod("p2")) != 1 || len(s2.ForPod("p1")) != 1 {
 		t.Error("pod index not rebuilt")
 	}
-	if uid, ok := s2.Prepared("ns", "claim-c3"); !ok || uid != "c3" {
-		t.Errorf("name index not rebuilt: Prepared(ns, claim-c3) = %q, %v", uid, ok)
+	if got := s2.Prepared("ns", "claim-c3"); !slices.Equal(got, []types.UID{"c3"}) {
+		t.Errorf("name index not rebuilt: Prepared(ns, claim-c3) = %v", got)
 	}
 }
 

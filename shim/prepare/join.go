@@ -43,11 +43,7 @@ func (p *Plugin) JoinShared(ctx context.Context, pod types.NamespacedName, uid t
 // join records the pod on the node's record of the named claim, when the
 // claim is reserved for it and the record does not name it yet.
 func (p *Plugin) join(ctx context.Context, pod types.NamespacedName, uid types.UID, name string) error {
-	recUID, ok := p.Store.Prepared(pod.Namespace, name)
-	if !ok {
-		return nil
-	}
-	if rec, ok := p.Store.Get(recUID); !ok || rec.HasPod(uid) {
+	if !p.mayJoin(pod.Namespace, name, uid) {
 		return nil
 	}
 	claim, err := p.Claims.Claim(ctx, pod.Namespace, name)
@@ -65,6 +61,18 @@ func (p *Plugin) join(ctx context.Context, pod types.NamespacedName, uid types.U
 func reserves(claim *resourceapi.ResourceClaim, uid types.UID) bool {
 	for _, r := range claim.Status.ReservedFor {
 		if r.Resource == "pods" && r.APIGroup == "" && r.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// mayJoin reports whether a record of the named claim on the node does not
+// name the pod yet (one of two, when the claim was created again under its
+// name while the old one's record is still here).
+func (p *Plugin) mayJoin(namespace, name string, pod types.UID) bool {
+	for _, u := range p.Store.Prepared(namespace, name) {
+		if rec, ok := p.Store.Get(u); ok && !rec.HasPod(pod) {
 			return true
 		}
 	}

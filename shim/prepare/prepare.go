@@ -38,8 +38,8 @@ type Store interface {
 	Put(c *checkpoint.Claim) error
 	Update(uid types.UID, fn func(*checkpoint.Claim) error) error
 	Delete(uid types.UID) error
-	// Prepared finds the record of a claim by name, cheaply.
-	Prepared(namespace, name string) (types.UID, bool)
+	// Prepared finds the records of a claim by name, cheaply.
+	Prepared(namespace, name string) []types.UID
 }
 
 // Pods reads a consumer pod of a claim.
