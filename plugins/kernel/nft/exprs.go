@@ -55,6 +55,18 @@ func acceptNDP() []expr.Any {
 // ICMPv6 types of router solicitation ... redirect (RFC 4861).
 const ndpFirst, ndpLast = 133, 137
 
+// ICMPv6 types of MLD: query, report, done (RFC 2710), and MLDv2's report
+// (RFC 3810).
+const mldFirst, mldv2Report = 130, 143
+
+// matchICMPv6Types: `icmpv6 type <from>-<to>` (the packet must be ICMPv6).
+func matchICMPv6Types(from, to uint8) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+		&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: []byte{from}, ToData: []byte{to}},
+	}
+}
+
 // dispatchByIifname: `iifname vmap @set`.
 func dispatchByIifname(set string, setID uint32) []expr.Any {
 	return []expr.Any{

@@ -200,7 +200,10 @@ func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 		concat(matchEtherType(unix.ETH_P_ARP), accept),
 		concat(ip4, matchUnicast(), accept),
 		concat(ip6, matchUnicast(), accept),
-		concat(ip6, matchL4proto(unix.IPPROTO_ICMPV6), accept), // NDP and MLD
+		// MLD (130-132, 143) and NDP (133-137) only: any other ICMPv6 can
+		// be sent to the pod's own address in a multicast frame.
+		concat(ip6, matchL4proto(unix.IPPROTO_ICMPV6), matchICMPv6Types(mldFirst, ndpLast), accept),
+		concat(ip6, matchL4proto(unix.IPPROTO_ICMPV6), matchICMPv6Types(mldv2Report, mldv2Report), accept),
 		concat(ip4, matchL4proto(unix.IPPROTO_IGMP), accept),
 		concat(ip4, matchL4proto(unix.IPPROTO_UDP), matchSport(67), matchDport(68), accept),
 	}
