@@ -3,6 +3,7 @@ package vxlan
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -107,10 +108,7 @@ func TestTheFabricSeesTheDSCP(t *testing.T) {
 				{"CE, IPv6", marked, true, 7010, 3, 46, 3},
 			} {
 				dst := cnitest.Addr(t, rr, tc.v6)
-				if err := traffic.SendUDP(tc.from.NS, dst, tc.port, tc.tos, 3, 10*time.Millisecond); err != nil {
-					t.Fatal(err)
-				}
-				got := sniff.WaitFor(func(p traffic.Packet) bool { return p.Inner != nil && p.Inner.DstPort == tc.port }, 3, 3*time.Second)
+				got := tunnelled(t, sniff, tc.from, dst, tc.port, tc.tos)
 				if len(got) == 0 {
 					t.Errorf("%s: no encapsulated datagram to port %d on the underlay", tc.what, tc.port)
 					continue
@@ -217,10 +215,7 @@ func TestTheFabricSeesThePolicysDSCP(t *testing.T) {
 		tos       uint8
 		dscp, ecn uint8
 	}{{7101, 46<<2 | 2, 8, 2}, {7102, 34<<2 | 1, 34, 1}} {
-		if err := traffic.SendUDP(pod.NS, dst, tc.port, tc.tos, 3, 10*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		got := sniff.WaitFor(func(p traffic.Packet) bool { return p.Inner != nil && p.Inner.DstPort == tc.port }, 3, 3*time.Second)
+		got := tunnelled(t, sniff, pod, dst, tc.port, tc.tos)
 		if len(got) == 0 {
 			t.Fatalf("no encapsulated datagram to port %d on the underlay", tc.port)
 		}
@@ -229,4 +224,14 @@ func TestTheFabricSeesThePolicysDSCP(t *testing.T) {
 				tc.tos, p.DSCP, p.ECN, p.Inner.DSCP, p.Inner.ECN, tc.dscp, tc.ecn)
 		}
 	}
+}
+
+// tunnelled sends three datagrams with tos from the pod to dst:port and
+// returns the encapsulated ones the underlay capture sees.
+func tunnelled(t *testing.T, sniff *traffic.Sniffer, from *cnitest.Pod, dst netip.Addr, port uint16, tos uint8) []traffic.Packet {
+	t.Helper()
+	if err := traffic.SendUDP(from.NS, dst, port, tos, 3, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	return sniff.WaitFor(func(p traffic.Packet) bool { return p.Inner != nil && p.Inner.DstPort == port }, 3, 3*time.Second)
 }
