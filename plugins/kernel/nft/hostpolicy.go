@@ -42,9 +42,7 @@ import (
 //	  chain forward    { type filter hook forward priority -250; oifname vmap @ingress }
 //	  chain eg/HOSTIF  { ether type { arp, ip, ip6 } accept; drop }      # nothing but IP and ARP
 //	  chain in/HOSTIF  { ether type arp accept; unicast IP accept (the inet table decides);
-//	                     multicast/broadcast IP: NDP, MLD, IGMP, DHCP accept; [jump in/HOSTIF/admin];
-//	                     isolated: [all of it when a policy allows all]; drop
-//	                     not isolated: the Baseline tier's verdicts; accept }
+//	                     multicast/broadcast IP: NDP, MLD, IGMP, DHCP accept; [all of it when a policy allows all]; drop }
 //	}
 //
 // Bridged IP reaches the inet hooks through br_netfilter, which the
@@ -142,7 +140,7 @@ func hostPolicyObjects(hostIf string, p HostPort, cache *elementCache) (inet, br
 			inet.elements[m] = append(inet.elements[m], nftables.SetElement{Key: ifnameKey(p.Bridge, a.AsSlice()), VerdictData: gotoVerdict(ingress)})
 		}
 	}
-	if p.Plan.Ingress.Active() {
+	if p.Plan.Ingress.Isolated {
 		bridgeIngress(bridge, ingress, p.Plan.Ingress)
 		bridge.elements["ingress"] = []nftables.SetElement{ifElement(hostIf, ingress)}
 	}
@@ -183,15 +181,12 @@ func bridgeEgress(p *portObjects, name string) {
 	p.rs.rules[name] = append(rules, []expr.Any{verdict(expr.VerdictDrop)})
 }
 
-// bridgeIngress: a pod whose ingress a policy governs receives ARP,
-// unicast IP (which the inet table filters with conntrack: its hooks never
-// see a flooded frame's port), the multicast and broadcast IP the
-// network's infrastructure needs (NDP, MLD, IGMP, DHCP replies), and other
-// multicast and broadcast IP as the cluster tiers say, their verdicts
-// matched here without conntrack: the Admin tier's first; then, when the
-// pod is isolated, only what a policy allowing every peer on every port
-// lets in (the allows' peers and ports would have to be held twice: they
-// are not), and otherwise the Baseline tier's verdicts, and the rest.
+// bridgeIngress: an ingress-isolated pod receives ARP, unicast IP (which
+// the inet table filters with conntrack), the multicast and broadcast IP
+// the network's infrastructure needs (NDP, MLD, IGMP, DHCP replies), other
+// multicast and broadcast IP only when a policy allows every peer on every
+// port (the bridge has no conntrack here, and the allows' peers and ports
+// would have to be held twice: they are not), and nothing else.
 func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 	p.rs.chains = append(p.rs.chains, &nftables.Chain{Name: name, Table: p.rs.table})
 	ip4, ip6 := matchEtherType(unix.ETH_P_IP), matchEtherType(unix.ETH_P_IPV6)
@@ -206,14 +201,6 @@ func bridgeIngress(p *portObjects, name string, d netpol.Direction) {
 		concat(ip6, matchL4proto(unix.IPPROTO_ICMPV6), matchICMPv6Types(mldv2Report, mldv2Report), accept),
 		concat(ip4, matchL4proto(unix.IPPROTO_IGMP), accept),
 		concat(ip4, matchL4proto(unix.IPPROTO_UDP), matchSport(67), matchDport(68), accept),
-	}
-	if len(d.Admin) > 0 {
-		rules = append(rules, adminJump(p.rs, name, true, d.Admin))
-	}
-	if !d.Isolated {
-		rules = append(rules, verdictRules(p.rs, name+"/b", true, d.Baseline, expr.VerdictAccept)...)
-		p.rs.rules[name] = append(rules, accept)
-		return
 	}
 	for _, a := range d.Allow {
 		if v4, v6 := a.Families(); a.V4 == nil && a.V6 == nil && len(a.Ports) == 0 && v4 && v6 {

@@ -79,9 +79,6 @@ func matchRules(rs *ruleset, name string, ingress bool, a netpol.Allow, kind exp
 			continue
 		}
 		head := matchNFProto(fam.v6)
-		if rs.table.Family == nftables.TableFamilyBridge { // the frame's ethertype: nfproto is the bridge's there
-			head = matchProtocol(fam.v6)
-		}
 		if fam.ranges != nil {
 			s := peerSet(rs, name, fam.v6, fam.ranges)
 			head = concat(head, matchAddrInSet(fam.v6, ingress, s.Name, s.ID))
